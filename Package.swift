@@ -1,0 +1,61 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Layers, bottom to top (each imports only those below it):
+//   SatchelCore     pure model and rules, no I/O
+//   SatchelArchive  libarchive + zlib, hidden behind Swift types
+//   SatchelBundle   the bundle format: pack, read, verify
+//   satchel         the CLI
+let package = Package(
+    name: "Satchel",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .library(name: "SatchelCore", targets: ["SatchelCore"]),
+        .library(name: "SatchelArchive", targets: ["SatchelArchive"]),
+        .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
+        .executable(name: "satchel", targets: ["satchel"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]
+        ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+        .target(
+            name: "SatchelCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
+            name: "SatchelArchive",
+            dependencies: ["CArchive", "CZlib"]
+        ),
+        .target(
+            name: "SatchelBundle",
+            dependencies: [
+                "SatchelCore", "SatchelArchive",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "satchel",
+            dependencies: [
+                "SatchelCore", "SatchelBundle",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
+        .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive"]),
+        .testTarget(name: "SatchelBundleTests", dependencies: ["SatchelBundle", "SatchelCore", "SatchelArchive"]),
+        .testTarget(name: "SatchelCLITests", dependencies: ["SatchelCore", "SatchelBundle"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

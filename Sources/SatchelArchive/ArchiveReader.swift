@@ -1,0 +1,201 @@
+internal import CArchive
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Bounds on what reading an archive may cost. Hostile archives (bombs, millions of tiny entries) are refused
+/// as soon as they cross a bound, before the damage is done.
+public struct ArchiveLimits: Sendable, Equatable {
+    public var maxEntries: Int
+    public var maxEntryBytes: Int64
+    public var maxTotalBytes: Int64
+    /// Uncompressed bytes per compressed byte read, checked once ``ratioGraceBytes`` have been expanded (a few
+    /// small, very compressible files are normal; gigabytes of zeros are not).
+    public var maxCompressionRatio: Int
+    public var ratioGraceBytes: Int64
+
+    public init(
+        maxEntries: Int = 100_000, maxEntryBytes: Int64 = 4 << 30, maxTotalBytes: Int64 = 8 << 30,
+        maxCompressionRatio: Int = 200, ratioGraceBytes: Int64 = 32 << 20
+    ) {
+        self.maxEntries = maxEntries
+        self.maxEntryBytes = maxEntryBytes
+        self.maxTotalBytes = maxTotalBytes
+        self.maxCompressionRatio = maxCompressionRatio
+        self.ratioGraceBytes = ratioGraceBytes
+    }
+
+    public static let `default` = ArchiveLimits()
+}
+
+/// What an entry is, as the archive claims it. Only regular files belong in a bundle; the rest are reported
+/// so that the caller can refuse them by name.
+public enum ArchiveEntryKind: Sendable, Equatable, CustomStringConvertible {
+    case regular
+    case directory
+    case symlink(target: String)
+    case hardlink(target: String)
+    case device
+    case fifo
+    case socket
+    case unknown(mode: UInt32)
+
+    public var description: String {
+        switch self {
+        case .regular: "regular file"
+        case .directory: "directory"
+        case .symlink(let target): "symbolic link to \(target)"
+        case .hardlink(let target): "hard link to \(target)"
+        case .device: "device node"
+        case .fifo: "FIFO"
+        case .socket: "socket"
+        case .unknown(let mode): "entry of unknown type (mode \(String(mode, radix: 8)))"
+        }
+    }
+}
+
+/// An entry header as read: the name exactly as stored (not yet checked as a safe path), its kind and the size
+/// it declares, when the format declares one before the data.
+public struct ArchiveEntryInfo: Sendable, Equatable {
+    public var path: String
+    public var kind: ArchiveEntryKind
+    public var declaredSize: Int64?
+}
+
+/// Streams a zip or tar.gz archive entry by entry, never holding more than one chunk of data, and enforces
+/// ``ArchiveLimits`` as it goes.
+///
+/// Not thread-safe: one task owns a reader.
+public final class ArchiveReader {
+    public let path: String
+    public let limits: ArchiveLimits
+    private let archive: OpaquePointer
+    private var current: ArchiveEntryInfo?
+    private var entryCount = 0
+    private var totalBytes: Int64 = 0
+
+    public init(path: String, limits: ArchiveLimits = .default) throws {
+        self.path = path
+        self.limits = limits
+        archive = archive_read_new()
+        archive_read_support_format_zip(archive)
+        archive_read_support_format_tar(archive)
+        archive_read_support_filter_gzip(archive)
+        if archive_read_open_filename(archive, path, 256 << 10) != SATCHEL_ARCHIVE_OK {
+            let reason = ArchiveWriter.message(archive)
+            archive_read_free(archive)
+            throw ArchiveError.cannotOpen(path: path, reason: reason)
+        }
+    }
+
+    deinit { archive_read_free(archive) }
+
+    /// Bytes read from the archive file so far.
+    public var compressedBytesRead: Int64 { archive_filter_bytes(archive, -1) }
+
+    /// Moves to the next entry; nil at the end. Unread data of the previous entry is skipped.
+    public func nextEntry() throws -> ArchiveEntryInfo? {
+        var header: OpaquePointer?
+        let status = archive_read_next_header(archive, &header)
+        if status == SATCHEL_ARCHIVE_EOF {
+            current = nil
+            return nil
+        }
+        guard status == SATCHEL_ARCHIVE_OK || status == SATCHEL_ARCHIVE_WARN, let header else {
+            throw ArchiveError.corrupt(entry: current.map { "after \($0.path)" }, reason: ArchiveWriter.message(archive))
+        }
+        entryCount += 1
+        if entryCount > limits.maxEntries { throw ArchiveError.tooManyEntries(limit: limits.maxEntries) }
+        let name = try Self.name(of: header)
+        let info = ArchiveEntryInfo(
+            path: name, kind: Self.kind(of: header),
+            declaredSize: archive_entry_size_is_set(header) != 0 ? archive_entry_size(header) : nil)
+        if let size = info.declaredSize, size > limits.maxEntryBytes {
+            throw ArchiveError.entryTooLarge(entry: name, limit: limits.maxEntryBytes)
+        }
+        current = info
+        return info
+    }
+
+    /// Streams the current entry's data to `body` in chunks of at most 256 KiB, checking the limits after each.
+    /// - Returns: the number of bytes read.
+    @discardableResult
+    public func readData(_ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
+        guard let entry = current else { return 0 }
+        var entryBytes: Int64 = 0
+        while true {
+            var block: UnsafeRawPointer?
+            var size = 0
+            var offset: la_int64_t = 0
+            let status = archive_read_data_block(archive, &block, &size, &offset)
+            if status == SATCHEL_ARCHIVE_EOF { break }
+            guard status == SATCHEL_ARCHIVE_OK || status == SATCHEL_ARCHIVE_WARN else {
+                throw ArchiveError.corrupt(entry: entry.path, reason: ArchiveWriter.message(archive))
+            }
+            // Sparse tar entries report holes as offsets; bundles never contain them.
+            guard offset == entryBytes else {
+                throw ArchiveError.corrupt(entry: entry.path, reason: "sparse or out-of-order data")
+            }
+            guard size > 0, let block else { continue }
+            entryBytes += Int64(size)
+            totalBytes += Int64(size)
+            if entryBytes > limits.maxEntryBytes { throw ArchiveError.entryTooLarge(entry: entry.path, limit: limits.maxEntryBytes) }
+            if totalBytes > limits.maxTotalBytes { throw ArchiveError.archiveTooLarge(limit: limits.maxTotalBytes) }
+            if totalBytes > limits.ratioGraceBytes,
+                totalBytes / max(1, compressedBytesRead) > Int64(limits.maxCompressionRatio)
+            {
+                throw ArchiveError.compressionRatioExceeded(entry: entry.path, limit: limits.maxCompressionRatio)
+            }
+            try body(UnsafeRawBufferPointer(start: block, count: size))
+        }
+        if let declared = entry.declaredSize, declared != entryBytes {
+            throw ArchiveError.corrupt(entry: entry.path, reason: "declares \(declared) bytes but holds \(entryBytes)")
+        }
+        return entryBytes
+    }
+
+    /// Reads the whole current entry into memory; for small metadata entries only.
+    public func readAll(maxBytes: Int) throws -> [UInt8] {
+        guard let entry = current else { return [] }
+        if let size = entry.declaredSize, size > Int64(maxBytes) {
+            throw ArchiveError.entryTooLarge(entry: entry.path, limit: Int64(maxBytes))
+        }
+        var bytes: [UInt8] = []
+        try readData { chunk in
+            if bytes.count + chunk.count > maxBytes { throw ArchiveError.entryTooLarge(entry: entry.path, limit: Int64(maxBytes)) }
+            bytes.append(contentsOf: chunk)
+        }
+        return bytes
+    }
+
+    private static func name(of header: OpaquePointer) throws -> String {
+        if let utf8 = archive_entry_pathname_utf8(header), let name = String(validatingCString: utf8) {
+            return name
+        }
+        guard let raw = archive_entry_pathname(header) else { throw ArchiveError.invalidEntryName(bytes: []) }
+        let length = strlen(raw)
+        let bytes = Array(UnsafeRawBufferPointer(start: raw, count: length))
+        guard let name = String(validating: bytes, as: UTF8.self) else { throw ArchiveError.invalidEntryName(bytes: bytes) }
+        return name
+    }
+
+    private static func kind(of header: OpaquePointer) -> ArchiveEntryKind {
+        if let target = archive_entry_hardlink_utf8(header) ?? archive_entry_hardlink(header) {
+            return .hardlink(target: String(cString: target))
+        }
+        let type = UInt32(archive_entry_filetype(header))
+        switch type {
+        case SATCHEL_AE_IFREG: return .regular
+        case SATCHEL_AE_IFDIR: return .directory
+        case SATCHEL_AE_IFLNK:
+            let target = archive_entry_symlink_utf8(header) ?? archive_entry_symlink(header)
+            return .symlink(target: target.map { String(cString: $0) } ?? "")
+        case SATCHEL_AE_IFCHR, SATCHEL_AE_IFBLK: return .device
+        case SATCHEL_AE_IFIFO: return .fifo
+        case SATCHEL_AE_IFSOCK: return .socket
+        default: return .unknown(mode: type)
+        }
+    }
+}

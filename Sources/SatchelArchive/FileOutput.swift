@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file opened for writing by descriptor: the last layer before the disk, shared by the archive and gzip
+/// writers. It reports errno precisely so that a full disk surfaces as one typed error.
+final class FileOutput {
+    let path: String
+    private(set) var descriptor: Int32
+
+    /// Creates `path`, which must not exist yet (O_EXCL), with mode 0644.
+    init(creating path: String) throws {
+        self.path = path
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if descriptor < 0 { throw ArchiveError.io(operation: "create", path: path, errno: errno) }
+    }
+
+    func write(_ buffer: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < buffer.count {
+            let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw ArchiveError.io(operation: "write", path: path, errno: errno)
+            }
+            offset += written
+        }
+    }
+
+    /// Flushes to stable storage and closes.
+    func close(sync: Bool) throws {
+        guard descriptor >= 0 else { return }
+        defer { descriptor = -1 }
+        if sync, fsync(descriptor) != 0 {
+            let code = errno
+            _ = systemClose(descriptor)
+            throw ArchiveError.io(operation: "fsync", path: path, errno: code)
+        }
+        if systemClose(descriptor) != 0 { throw ArchiveError.io(operation: "close", path: path, errno: errno) }
+    }
+
+    deinit {
+        if descriptor >= 0 { _ = systemClose(descriptor) }
+    }
+}
+
+@inline(__always) func systemWrite(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.write(fd, pointer, count)
+    #else
+    Darwin.write(fd, pointer, count)
+    #endif
+}
+
+@inline(__always) func systemClose(_ fd: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.close(fd)
+    #else
+    Darwin.close(fd)
+    #endif
+}

@@ -1,0 +1,121 @@
+import Foundation
+
+/// A relative, `/`-separated path inside a package, checked once by the one rule that the packer, the
+/// installer and the engine share (DESIGN.md, Formats: Paths).
+///
+/// A `SafePath` is always in Unicode NFC form, never absolute, and has no empty, `.` or `..` segment, no
+/// backslash, NUL or other control character. Two paths that differ only by case or normalisation have the
+/// same ``collisionKey``; a package may not hold both, because case-insensitive file systems (APFS, NTFS)
+/// would merge them on install.
+public struct SafePath: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The NFC-normalised path text, as written in manifests and archives.
+    public let value: String
+
+    /// The longest path, in UTF-8 bytes, that a package may hold. Below PATH_MAX with room for a store root.
+    public static let maxBytes = 1024
+    /// The longest segment, in UTF-8 bytes: the file-name limit of every common file system.
+    public static let maxSegmentBytes = 255
+
+    /// Accepts `raw` only when it is already valid and in NFC form: for manifests and archive entries, which
+    /// a conforming packer wrote normalised.
+    public init(validating raw: String) throws(SafePathError) {
+        try Self.check(raw)
+        if raw.precomposedStringWithCanonicalMapping.utf8.elementsEqual(raw.utf8) == false {
+            throw SafePathError(path: raw, reason: .notNFC)
+        }
+        value = raw
+    }
+
+    /// Normalises `raw` to NFC and then validates it: for names read from a source folder or a URL.
+    public init(normalizing raw: String) throws(SafePathError) {
+        let nfc = raw.precomposedStringWithCanonicalMapping
+        try Self.check(nfc)
+        value = nfc
+    }
+
+    /// The key under which two paths collide: NFC, then Unicode case folding.
+    public var collisionKey: String {
+        value.folding(options: [.caseInsensitive], locale: nil).precomposedStringWithCanonicalMapping
+    }
+
+    public var segments: [Substring] { value.split(separator: "/", omittingEmptySubsequences: false) }
+
+    /// The last segment.
+    public var fileName: Substring { segments.last ?? Substring(value) }
+
+    /// The extension of the file name, lower-cased, without the dot; empty when there is none.
+    public var fileExtension: String {
+        let name = fileName
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
+        return name[name.index(after: dot)...].lowercased()
+    }
+
+    /// Each folder that contains this path, outermost first: `a/b/c.txt` gives `a`, `a/b`.
+    public var parentFolders: [String] {
+        var result: [String] = []
+        var prefix = ""
+        for segment in segments.dropLast() {
+            prefix = prefix.isEmpty ? String(segment) : prefix + "/" + segment
+            result.append(prefix)
+        }
+        return result
+    }
+
+    public var description: String { value }
+
+    /// Orders by the UTF-8 bytes of the path, the order that manifests and content hashes use.
+    public static func < (lhs: SafePath, rhs: SafePath) -> Bool {
+        lhs.value.utf8.lexicographicallyPrecedes(rhs.value.utf8)
+    }
+
+    private static func check(_ path: String) throws(SafePathError) {
+        if path.isEmpty { throw SafePathError(path: path, reason: .empty) }
+        if path.utf8.count > maxBytes { throw SafePathError(path: path, reason: .tooLong) }
+        if path.hasPrefix("/") { throw SafePathError(path: path, reason: .absolute) }
+        for scalar in path.unicodeScalars {
+            switch scalar.value {
+            case 0: throw SafePathError(path: path, reason: .nul)
+            case 0x5C: throw SafePathError(path: path, reason: .backslash)
+            case 0x01...0x1F, 0x7F: throw SafePathError(path: path, reason: .controlCharacter)
+            default: continue
+            }
+        }
+        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
+            switch segment {
+            case "": throw SafePathError(path: path, reason: .emptySegment)
+            case ".", "..": throw SafePathError(path: path, reason: .dotSegment)
+            default:
+                if segment.utf8.count > maxSegmentBytes { throw SafePathError(path: path, reason: .segmentTooLong) }
+            }
+        }
+    }
+}
+
+/// Why a path was refused, with the path itself.
+public struct SafePathError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Reason: String, Sendable, Equatable {
+        case empty = "is empty"
+        case absolute = "is absolute (starts with /)"
+        case emptySegment = "has an empty segment (//)"
+        case dotSegment = "has a . or .. segment"
+        case backslash = "contains a backslash"
+        case nul = "contains a NUL byte"
+        case controlCharacter = "contains a control character"
+        case notNFC = "is not in Unicode NFC form"
+        case tooLong = "is longer than 1024 bytes"
+        case segmentTooLong = "has a segment longer than 255 bytes"
+        case invalidEncoding = "is not valid UTF-8 or has a bad percent-encoding"
+    }
+
+    public let path: String
+    public let reason: Reason
+
+    public init(path: String, reason: Reason) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String {
+        "path \(path.debugDescription) \(reason.rawValue)"
+    }
+}
