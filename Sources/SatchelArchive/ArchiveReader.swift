@@ -77,6 +77,7 @@ public final class ArchiveReader {
     private var totalBytes: Int64 = 0
 
     public init(path: String, limits: ArchiveLimits = .default) throws {
+        _ = processSetUp
         self.path = path
         self.limits = limits
         archive = archive_read_new()
@@ -84,9 +85,8 @@ public final class ArchiveReader {
         archive_read_support_format_tar(archive)
         archive_read_support_filter_gzip(archive)
         if archive_read_open_filename(archive, path, 256 << 10) != SATCHEL_ARCHIVE_OK {
-            let reason = ArchiveWriter.message(archive)
-            archive_read_free(archive)
-            throw ArchiveError.cannotOpen(path: path, reason: reason)
+            // Every stored property is set, so deinit runs and frees the archive.
+            throw ArchiveError.cannotOpen(path: path, reason: ArchiveWriter.message(archive))
         }
     }
 

@@ -51,7 +51,7 @@ public final class ArchiveWriter {
     /// Creates `path` (which must not exist) and prepares to write.
     /// - Parameter compressionLevel: deflate level, 1 to 9.
     public init(creating path: String, format: ArchiveFormat, compressionLevel: Int = 6) throws {
-        if format == .zip { _ = zipTimesInUTC }
+        _ = processSetUp
         self.path = path
         self.format = format
         output = try FileOutput(creating: path)
@@ -82,11 +82,9 @@ public final class ArchiveWriter {
             return writer.sinkWrite(UnsafeRawBufferPointer(start: bytes, count: count))
         }, nil, nil)
         guard status == SATCHEL_ARCHIVE_OK else {
-            let reason = Self.message(archive)
-            archive_write_free(archive)
-            archive_entry_free(entry)
+            // Every stored property is set, so deinit runs and frees the archive and entry.
             try? output.close(sync: false)
-            throw ArchiveError.cannotOpen(path: path, reason: reason)
+            throw ArchiveError.cannotOpen(path: path, reason: Self.message(archive))
         }
     }
 
@@ -194,10 +192,16 @@ public final class ArchiveWriter {
     }
 }
 
-/// libarchive converts zip entry times to MS-DOS fields with `localtime`, so the same input would give
-/// different bytes in different time zones. Bundles are built in UTC: the one process-wide change Satchel
-/// makes, done once before the first zip is written.
-private let zipTimesInUTC: Void = {
+/// The two process-wide settings libarchive needs, made once before the first archive is opened:
+/// - libarchive converts zip entry times to MS-DOS fields with `localtime`, so the same input would give
+///   different bytes in different time zones: bundles are built in UTC.
+/// - libarchive converts entry names between UTF-8 and the locale's character set; under the default "C"
+///   locale a non-ASCII name cannot be converted, and libarchive 3.6's tar writer then crashes. Names in
+///   bundles are UTF-8, so the character-type locale is set to UTF-8.
+let processSetUp: Void = {
     setenv("TZ", "UTC0", 1)
     tzset()
+    if setlocale(LC_CTYPE, "C.UTF-8") == nil, setlocale(LC_CTYPE, "en_US.UTF-8") == nil {
+        _ = setlocale(LC_CTYPE, "UTF-8")
+    }
 }()

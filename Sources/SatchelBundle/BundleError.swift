@@ -1,0 +1,54 @@
+import SatchelArchive
+import SatchelCore
+
+/// Why a bundle is not valid. Each case names the first bad file, entry or field, which is what `satchel
+/// verify` prints and what an installer reports.
+public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
+    case archive(ArchiveError)
+    case manifestNotFirst(found: String?)
+    case manifest(ManifestError)
+    case signatureMalformed
+    case unsigned
+    case signatureMismatch
+    case unsafeEntryName(SafePathError)
+    case notARegularFile(entry: String, kind: String)
+    case unexpectedEntry(String)
+    case outOfOrder(entry: String, expected: String)
+    case missingFile(String)
+    case sizeMismatch(path: String, expected: Int64, actual: Int64)
+    case hashMismatch(path: String, expected: String, actual: String)
+
+    /// The package file or archive entry the error is about, when there is one.
+    public var subject: String? {
+        switch self {
+        case .archive(.corrupt(let entry, _)): entry
+        case .archive(.entryTooLarge(let entry, _)), .archive(.compressionRatioExceeded(let entry, _)): entry
+        case .manifestNotFirst: Manifest.fileName
+        case .manifest: Manifest.fileName
+        case .signatureMalformed, .unsigned, .signatureMismatch: Manifest.signatureFileName
+        case .unsafeEntryName(let error): error.path
+        case .notARegularFile(let entry, _), .unexpectedEntry(let entry), .outOfOrder(let entry, _): entry
+        case .missingFile(let path), .sizeMismatch(let path, _, _), .hashMismatch(let path, _, _): path
+        case .archive: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .archive(let error): "\(error)"
+        case .manifestNotFirst(let found):
+            "the first entry must be \(Manifest.fileName), found \(found.map { $0.debugDescription } ?? "an empty archive")"
+        case .manifest(let error): "\(error)"
+        case .signatureMalformed: "\(Manifest.signatureFileName) is not base64 of a 64-byte Ed25519 signature"
+        case .unsigned: "bundle is not signed, but a public key is trusted"
+        case .signatureMismatch: "signature does not match \(Manifest.fileName) for any trusted public key"
+        case .unsafeEntryName(let error): "archive entry has an unsafe name: \(error)"
+        case .notARegularFile(let entry, let kind): "archive entry \(entry.debugDescription) is a \(kind), not a regular file"
+        case .unexpectedEntry(let entry): "archive entry \(entry.debugDescription) is not listed in the manifest"
+        case .outOfOrder(let entry, let expected): "archive entry \(entry.debugDescription) is out of manifest order (expected \(expected.debugDescription))"
+        case .missingFile(let path): "file \(path.debugDescription) is listed in the manifest but missing from the archive"
+        case .sizeMismatch(let path, let expected, let actual): "file \(path.debugDescription) is \(actual) bytes, the manifest says \(expected)"
+        case .hashMismatch(let path, let expected, let actual): "file \(path.debugDescription) has sha256 \(actual), the manifest says \(expected)"
+        }
+    }
+}

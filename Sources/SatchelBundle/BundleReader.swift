@@ -1,0 +1,142 @@
+import Crypto
+import SatchelArchive
+import SatchelCore
+
+/// Receives a bundle's files as ``BundleReader`` streams them; the store's installer writes them to disk,
+/// the verifier only lets them be hashed.
+public protocol BundleFileSink {
+    /// A new file starts; its record comes from the (already verified) manifest.
+    mutating func begin(_ file: FileRecord) throws
+    mutating func write(_ chunk: UnsafeRawBufferPointer) throws
+    /// The file's bytes matched its size and SHA-256. Only now may the file be trusted.
+    mutating func end(_ file: FileRecord) throws
+}
+
+/// A sink that keeps nothing: verification only.
+public struct DiscardingSink: BundleFileSink {
+    public init() {}
+    public mutating func begin(_ file: FileRecord) {}
+    public mutating func write(_ chunk: UnsafeRawBufferPointer) {}
+    public mutating func end(_ file: FileRecord) {}
+}
+
+/// Reads a bundle in one streaming pass, in the order the format fixes: `satchel.json`, then `satchel.sig`
+/// when signed, then the files in manifest order.
+///
+/// Opening the reader parses and checks the manifest and the signature before a single file byte is read, so
+/// nothing is trusted before it is verified; ``readFiles(into:)`` then hashes every file as it streams and
+/// accepts exactly the files the manifest lists.
+public final class BundleReader {
+    public let path: String
+    public let manifest: Manifest
+    /// The exact bytes of `satchel.json`, which the signature covers.
+    public let manifestBytes: [UInt8]
+    public let signature: Signature?
+    /// Whether a trusted key verified ``signature``.
+    public let signatureVerified: Bool
+    private let archive: ArchiveReader
+    private var pending: ArchiveEntryInfo?
+    private var consumed = false
+
+    /// - Parameters:
+    ///   - trustedKeys: when not empty, the bundle must be signed by one of them.
+    public init(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) {
+        self.path = path
+        let archive: ArchiveReader
+        let manifestBytes: [UInt8]
+        let signature: Signature?
+        do {
+            archive = try ArchiveReader(path: path, limits: limits)
+            guard let first = try archive.nextEntry(), first.path == Manifest.fileName else {
+                throw BundleError.manifestNotFirst(found: try? archive.nextEntry()?.path)
+            }
+            guard first.kind == .regular else {
+                throw BundleError.notARegularFile(entry: first.path, kind: first.kind.description)
+            }
+            manifestBytes = try archive.readAll(maxBytes: Manifest.maxBytes)
+            manifest = try Manifest.decode(manifestBytes)
+            var next = try archive.nextEntry()
+            if let entry = next, entry.path == Manifest.signatureFileName {
+                guard entry.kind == .regular else {
+                    throw BundleError.notARegularFile(entry: entry.path, kind: entry.kind.description)
+                }
+                let text = String(decoding: try archive.readAll(maxBytes: 1024), as: UTF8.self)
+                guard let parsed = try? Signature(base64: text) else { throw BundleError.signatureMalformed }
+                signature = parsed
+                next = try archive.nextEntry()
+            } else {
+                signature = nil
+            }
+            pending = next
+            self.archive = archive
+            self.manifestBytes = manifestBytes
+            self.signature = signature
+        } catch let error as BundleError {
+            throw error
+        } catch let error as ManifestError {
+            throw .manifest(error)
+        } catch let error as ArchiveError {
+            throw .archive(error)
+        } catch {
+            throw .archive(.corrupt(entry: nil, reason: "\(error)"))
+        }
+        if trustedKeys.isEmpty {
+            signatureVerified = false
+        } else {
+            guard let signature else { throw .unsigned }
+            guard trustedKeys.contains(where: { $0.isValid(signature, for: manifestBytes) }) else { throw .signatureMismatch }
+            signatureVerified = true
+        }
+    }
+
+    /// Streams every file to `sink`, checking that the archive holds exactly the manifest's files, in order,
+    /// as regular files with the listed size and SHA-256. Call once.
+    public func readFiles<Sink: BundleFileSink>(into sink: inout Sink) throws {
+        precondition(!consumed, "a bundle's files can be read once")
+        consumed = true
+        var entry = pending
+        do {
+            for file in manifest.files {
+                guard let current = entry else { throw BundleError.missingFile(file.path.value) }
+                try check(current, expected: file)
+                try sink.begin(file)
+                var hasher = SHA256()
+                let size = try archive.readData { chunk in
+                    hasher.update(bufferPointer: chunk)
+                    try sink.write(chunk)
+                }
+                guard size == file.size else {
+                    throw BundleError.sizeMismatch(path: file.path.value, expected: file.size, actual: size)
+                }
+                let digest = Digests.hex(hasher.finalize())
+                guard digest == file.sha256 else {
+                    throw BundleError.hashMismatch(path: file.path.value, expected: file.sha256, actual: digest)
+                }
+                try sink.end(file)
+                entry = try archive.nextEntry()
+            }
+            if let extra = entry {
+                _ = try SafePath(validating: extra.path)
+                throw BundleError.unexpectedEntry(extra.path)
+            }
+        } catch let error as ArchiveError {
+            throw BundleError.archive(error)
+        } catch let error as SafePathError {
+            throw BundleError.unsafeEntryName(error)
+        }
+    }
+
+    private func check(_ entry: ArchiveEntryInfo, expected file: FileRecord) throws {
+        let name = try SafePath(validating: entry.path)
+        guard entry.kind == .regular else { throw BundleError.notARegularFile(entry: entry.path, kind: entry.kind.description) }
+        guard name == file.path else {
+            if manifest.file(at: name) == nil { throw BundleError.unexpectedEntry(entry.path) }
+            // A listed name in the wrong place is a reordering, a duplicate, or a file that went missing.
+            if name < file.path { throw BundleError.outOfOrder(entry: entry.path, expected: file.path.value) }
+            throw BundleError.missingFile(file.path.value)
+        }
+        if let declared = entry.declaredSize, declared != file.size {
+            throw BundleError.sizeMismatch(path: file.path.value, expected: file.size, actual: declared)
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import SatchelCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Satchel {
+    struct Keygen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create an Ed25519 key pair: DIR/satchel.key (private, mode 0600) and DIR/satchel.pub.")
+
+        @Option(help: "The folder to write the keys into (created when missing).", completion: .directory)
+        var output: String
+
+        @Flag(help: "Replace existing key files.")
+        var force = false
+
+        func run() throws {
+            let key = SigningKey.generate()
+            let privatePath = output + "/satchel.key"
+            let publicPath = output + "/satchel.pub"
+            do {
+                try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+                if force {
+                    unlink(privatePath)
+                    unlink(publicPath)
+                }
+                try write(key.base64, to: privatePath, mode: 0o600)
+                try write(key.verifyingKey.base64, to: publicPath, mode: 0o644)
+            } catch {
+                Output.error("\(error)")
+                throw ExitCode.failure
+            }
+            Output.line("wrote \(privatePath) (keep it secret) and \(publicPath)")
+        }
+
+        /// Creates the file exclusively with its final mode, so the private key is never readable by others, not
+        /// even for an instant, and an existing key is never silently replaced.
+        private func write(_ text: String, to path: String, mode: mode_t) throws {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            guard descriptor >= 0 else {
+                let code = errno
+                throw KeygenError(message: code == EEXIST
+                    ? "\(path) already exists; use --force to replace it"
+                    : "cannot create \(path): \(String(cString: strerror(code)))")
+            }
+            defer { close(descriptor) }
+            fchmod(descriptor, mode)
+            let bytes = Array(text.utf8)
+            guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count, fsync(descriptor) == 0 else {
+                throw KeygenError(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
+
+struct KeygenError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}

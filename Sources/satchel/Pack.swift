@@ -1,0 +1,139 @@
+import ArgumentParser
+import Foundation
+import SatchelArchive
+import SatchelBundle
+import SatchelCore
+
+extension Satchel {
+    struct Pack: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pack a folder of web assets into a versioned, reproducible (optionally signed) bundle.",
+            discussion: """
+                Writes <output>/<id>-<version>.zip (or .tar.gz). Two packs of the same folder are byte-identical;
+                createdAt comes from SOURCE_DATE_EPOCH when set, else from the newest file.
+                Excluded always: .git/, .DS_Store, Thumbs.db.
+                """)
+
+        @Argument(help: "The folder to pack.", completion: .directory)
+        var source: String
+
+        @Option(help: "Package id, e.g. shop or com.example.shop.")
+        var id: String
+
+        @Option(help: "Semantic version, e.g. 1.4.0.")
+        var version: String
+
+        @Option(name: .customLong("host"), help: "A host the package serves (repeatable); '*.example.com' claims one label.")
+        var hosts: [String] = []
+
+        @Option(help: "URL path prefix the package is mounted at; starts and ends with '/'.")
+        var prefix: String = "/"
+
+        @Option(help: "The entry file, served for the prefix itself.")
+        var entry: String = "index.html"
+
+        @Flag(help: "Serve the entry for extension-less paths that match no file (single-page apps).")
+        var spaFallback = false
+
+        @Option(help: "A page of the package shown for navigations when both package and network fail.")
+        var offlinePage: String?
+
+        @Option(name: .customLong("route"), help: "<prefix>=<strategy>[:<timeoutMs>] (repeatable); strategies: offline-first, network-first, offline-only, network-only.")
+        var routes: [String] = []
+
+        @Option(help: "The oldest app runtime version that can use this package.")
+        var minRuntime: String?
+
+        @Option(name: .customLong("exclude"), help: "A glob to leave out (repeatable): '*.map', 'drafts/', 'src/*.ts'.")
+        var excludes: [String] = []
+
+        @Option(help: "zip or tar.gz.")
+        var format: String = "zip"
+
+        @Option(help: "Ed25519 private key file (from satchel keygen) to sign the manifest with.", completion: .file())
+        var signKey: String?
+
+        @Option(help: "Deflate level, 1 (fastest) to 9 (smallest).")
+        var compressionLevel: Int = Packer.defaultCompressionLevel
+
+        @Option(help: "The folder to write the bundle into (created when missing).", completion: .directory)
+        var output: String
+
+        @Flag(help: "Print one JSON object (bundle, size, sha256, fileCount, contentHash) and nothing else on stdout.")
+        var json = false
+
+        @Flag(help: "Print nothing but errors.")
+        var quiet = false
+
+        /// Every bad option is a usage error (exit 64), found before any work starts.
+        func validate() throws { _ = try makeOptions() }
+
+        private func makeOptions() throws -> PackOptions {
+            do {
+                guard !hosts.isEmpty else { throw ValidationError("at least one --host is required") }
+                let scope = try Scope(
+                    hosts: try hosts.map { try HostPattern($0.lowercased()) },
+                    pathPrefix: try PathPrefix(prefix))
+                guard let archiveFormat = ArchiveFormat(rawValue: format) else {
+                    throw ValidationError("--format must be zip or tar.gz, not \(format.debugDescription)")
+                }
+                guard (1...9).contains(compressionLevel) else {
+                    throw ValidationError("--compression-level must be between 1 and 9")
+                }
+                var key: SigningKey?
+                if let signKey {
+                    do { key = try SigningKey(base64: try Output.readKeyFile(signKey, option: "--sign-key")) } catch let error as KeyError {
+                        throw ValidationError("--sign-key \(signKey): \(error)")
+                    }
+                }
+                return PackOptions(
+                    id: try PackageID(id), version: try SemanticVersion(version), scope: scope,
+                    entry: try safePath(entry, option: "--entry"), spaFallback: spaFallback,
+                    offlinePage: try offlinePage.map { try safePath($0, option: "--offline-page") },
+                    routes: try routes.map { try Route(parsing: $0) },
+                    minRuntime: try minRuntime.map { raw throws(FieldError) in
+                        do throws(FieldError) { return try SemanticVersion(raw) } catch {
+                            throw FieldError(field: "min-runtime", value: raw, reason: error.reason)
+                        }
+                    },
+                    excludes: ExcludeRules(adding: excludes), format: archiveFormat, signingKey: key,
+                    compressionLevel: compressionLevel)
+            } catch let error as FieldError {
+                throw ValidationError(error.description)
+            }
+        }
+
+        private func safePath(_ raw: String, option: String) throws -> SafePath {
+            do { return try SafePath(normalizing: raw) } catch {
+                throw ValidationError("\(option): \(error)")
+            }
+        }
+
+        func run() throws {
+            var options = try makeOptions()
+            let bar = ProgressBar(enabled: !quiet)
+            let plain = !quiet && !json && !Output.stderrIsTerminal
+            do {
+                options.sourceDateEpoch = try PackOptions.sourceDateEpochFromEnvironment()
+                let result = try Packer.pack(source: source, options: options, outputFolder: output) { event in
+                    switch event {
+                    case .scanned(let files, let bytes):
+                        if plain { Output.note("packing \(files) files, \(Output.bytes(bytes)), from \(source)") }
+                    case .hashed(let done, let total): bar.update(label: "hashing", done: done, total: total)
+                    case .written(let done, let total): bar.update(label: "writing", done: done, total: total)
+                    case .finished: bar.clear()
+                    }
+                }
+                if json {
+                    Output.json(result)
+                } else if !quiet {
+                    Output.line("\(result.bundle): \(result.fileCount) files, \(Output.bytes(result.size)), sha256 \(result.sha256)\(result.signed ? ", signed" : "")")
+                }
+            } catch {
+                bar.clear()
+                Output.error(error.description)
+                throw ExitCode.failure
+            }
+        }
+    }
+}

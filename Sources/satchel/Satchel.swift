@@ -1,0 +1,14 @@
+import ArgumentParser
+
+@main
+struct Satchel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "satchel",
+        abstract: "Build, check and serve versioned offline packages for hybrid apps.",
+        discussion: """
+            Exit codes: 0 success, 1 failure (an invalid bundle, a refused input), 64 usage error.
+            """,
+        version: "0.1.0",
+        subcommands: [Pack.self, Verify.self, Inspect.self, Keygen.self]
+    )
+}
