@@ -131,7 +131,8 @@ public final class ArchiveReader {
             var offset: la_int64_t = 0
             let status = archive_read_data_block(archive, &block, &size, &offset)
             if status == SATCHEL_ARCHIVE_EOF { break }
-            guard status == SATCHEL_ARCHIVE_OK || status == SATCHEL_ARCHIVE_WARN else {
+            // A warning while reading data is a bad CRC or a short entry: damage, not a detail.
+            guard status == SATCHEL_ARCHIVE_OK else {
                 throw ArchiveError.corrupt(entry: entry.path, reason: ArchiveWriter.message(archive))
             }
             // Sparse tar entries report holes as offsets; bundles never contain them.

@@ -134,6 +134,36 @@ public final class ArchiveWriter {
         }
     }
 
+    /// Adds an entry that is not a regular file. Bundles never hold one; tests use this to build the hostile
+    /// archives that readers must refuse.
+    func add(special path: String, kind: ArchiveEntryKind, modificationTime: Int64 = 315_532_800) throws {
+        archive_entry_clear(entry)
+        archive_entry_set_pathname_utf8(entry, path)
+        archive_entry_set_mtime(entry, time_t(modificationTime), 0)
+        archive_entry_set_perm(entry, 0o755)
+        archive_entry_set_size(entry, 0)
+        switch kind {
+        case .directory: archive_entry_set_filetype(entry, SATCHEL_AE_IFDIR)
+        case .symlink(let target):
+            archive_entry_set_filetype(entry, SATCHEL_AE_IFLNK)
+            archive_entry_set_symlink_utf8(entry, target)
+        case .hardlink(let target):
+            archive_entry_set_filetype(entry, SATCHEL_AE_IFREG)
+            archive_entry_set_hardlink_utf8(entry, target)
+        case .device:
+            archive_entry_set_filetype(entry, SATCHEL_AE_IFCHR)
+            archive_entry_set_rdev(entry, dev_t(0x0103))
+        case .fifo: archive_entry_set_filetype(entry, SATCHEL_AE_IFIFO)
+        case .socket: archive_entry_set_filetype(entry, SATCHEL_AE_IFSOCK)
+        case .regular, .unknown: archive_entry_set_filetype(entry, SATCHEL_AE_IFREG)
+        }
+        let status = archive_write_header(archive, entry)
+        if let sinkError { throw sinkError }
+        guard status == SATCHEL_ARCHIVE_OK || status == SATCHEL_ARCHIVE_WARN else {
+            throw ArchiveError.writeFailed(entry: path, reason: Self.message(archive))
+        }
+    }
+
     /// Completes the archive and makes it durable (fsync). Call once.
     public func finish() throws {
         guard !closed else { return }
