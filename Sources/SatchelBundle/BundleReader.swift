@@ -47,9 +47,8 @@ public final class BundleReader {
         let signature: Signature?
         do {
             archive = try ArchiveReader(path: path, limits: limits)
-            guard let first = try archive.nextEntry(), first.path == Manifest.fileName else {
-                throw BundleError.manifestNotFirst(found: try? archive.nextEntry()?.path)
-            }
+            guard let first = try archive.nextEntry() else { throw BundleError.manifestNotFirst(found: nil) }
+            guard first.path == Manifest.fileName else { throw BundleError.manifestNotFirst(found: first.path) }
             guard first.kind == .regular else {
                 throw BundleError.notARegularFile(entry: first.path, kind: first.kind.description)
             }
@@ -127,8 +126,12 @@ public final class BundleReader {
     }
 
     private func check(_ entry: ArchiveEntryInfo, expected file: FileRecord) throws {
+        guard entry.kind == .regular else {
+            // tar names folders with a trailing slash; name the entry as the manifest would.
+            let name = entry.path.hasSuffix("/") ? String(entry.path.dropLast()) : entry.path
+            throw BundleError.notARegularFile(entry: name, kind: entry.kind.description)
+        }
         let name = try SafePath(validating: entry.path)
-        guard entry.kind == .regular else { throw BundleError.notARegularFile(entry: entry.path, kind: entry.kind.description) }
         guard name == file.path else {
             if manifest.file(at: name) == nil { throw BundleError.unexpectedEntry(entry.path) }
             // A listed name in the wrong place is a reordering, a duplicate, or a file that went missing.

@@ -101,7 +101,7 @@ public enum SourceTree {
                     guard let resolved = realpath(diskPath, nil) else { throw .brokenSymlink(path: relativePath) }
                     location = String(cString: resolved)
                     free(resolved)
-                    guard location.hasPrefix(rootRealPath + "/") else {
+                    guard location == rootRealPath || location.hasPrefix(rootRealPath + "/") else {
                         throw .symlinkEscapes(path: relativePath, target: location)
                     }
                     guard stat(location, &info) == 0 else { throw .brokenSymlink(path: relativePath) }

@@ -1,0 +1,285 @@
+import Foundation
+import Testing
+@testable import SatchelArchive
+@testable import SatchelBundle
+import SatchelCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("Packing a folder into a bundle")
+struct PackerTests {
+    @Test("the bundle holds satchel.json, satchel.sig, then the files in manifest order", arguments: ArchiveFormat.allCases)
+    func layout(_ format: ArchiveFormat) throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            let key = SigningKey.generate()
+            let result = try Packer.pack(source: folder + "/src", options: options(format: format, key: key), outputFolder: folder + "/out")
+            #expect(result.bundle == folder + "/out/shop-1.0.0." + format.fileExtension)
+            #expect(result.fileCount == sampleApp.count)
+            #expect(result.signed)
+            let all = try entries(of: result.bundle)
+            #expect(all[0].name == "satchel.json")
+            #expect(all[1].name == "satchel.sig")
+            let manifest = try Manifest.decode(all[0].bytes)
+            #expect(all.dropFirst(2).map(\.name) == manifest.files.map(\.path.value))
+            #expect(manifest.contentHash == result.contentHash)
+            #expect(manifest.createdAt == Timestamp(secondsSinceEpoch: 1_700_000_000))
+            #expect(manifest.offlinePage?.value == "offline.html")
+            #expect(manifest.routes == [try Route(parsing: "/api/=network-first:3000")])
+            for (entry, file) in zip(all.dropFirst(2), manifest.files) {
+                #expect(Digests.sha256Hex(entry.bytes) == file.sha256)
+                #expect(Int64(entry.bytes.count) == file.size)
+                #expect(Array(sampleApp[file.path.value]!.utf8) == entry.bytes)
+            }
+            #expect(manifest.file(at: try SafePath(validating: "js/app.mjs"))?.mime == "text/javascript")
+            #expect(manifest.file(at: try SafePath(validating: "img/logo.svg"))?.mime == "image/svg+xml")
+            let signature = try Signature(base64: String(decoding: all[1].bytes, as: UTF8.self))
+            #expect(key.verifyingKey.isValid(signature, for: all[0].bytes))
+            #expect(try Digests.sha256Hex(readBytes(result.bundle)) == result.sha256)
+            #expect(Int64(try readBytes(result.bundle).count) == result.size)
+        }
+    }
+
+    @Test("two packs of the same folder are byte-identical", arguments: ArchiveFormat.allCases)
+    func reproducible(_ format: ArchiveFormat) throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            let a = try Packer.pack(source: folder + "/src", options: options(format: format), outputFolder: folder + "/a")
+            let b = try Packer.pack(source: folder + "/src", options: options(format: format), outputFolder: folder + "/b")
+            #expect(try readBytes(a.bundle) == readBytes(b.bundle))
+            #expect(a.sha256 == b.sha256)
+            // A copy of the folder made at another time packs the same too: only file mtimes count.
+            try makeTree(folder + "/copy", sampleApp)
+            let c = try Packer.pack(source: folder + "/copy", options: options(format: format), outputFolder: folder + "/c")
+            #expect(c.sha256 == a.sha256)
+        }
+    }
+
+    @Test("another SOURCE_DATE_EPOCH changes only createdAt and entry times", arguments: ArchiveFormat.allCases)
+    func sourceDateEpoch(_ format: ArchiveFormat) throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            let a = try Packer.pack(source: folder + "/src", options: options(format: format, epoch: 1_600_000_000), outputFolder: folder + "/a")
+            let b = try Packer.pack(source: folder + "/src", options: options(format: format, epoch: 1_650_000_000), outputFolder: folder + "/b")
+            #expect(a.sha256 != b.sha256)
+            let ea = try entries(of: a.bundle)
+            let eb = try entries(of: b.bundle)
+            let ma = try Manifest.decode(ea[0].bytes)
+            let mb = try Manifest.decode(eb[0].bytes)
+            #expect(ma.createdAt.description == "2020-09-13T12:26:40Z")
+            #expect(mb.createdAt.description == "2022-04-15T05:20:00Z")
+            // Put b's createdAt into a's manifest: everything else is identical.
+            let patched = String(decoding: ea[0].bytes, as: UTF8.self).replacingOccurrences(of: ma.createdAt.description, with: mb.createdAt.description)
+            #expect(Array(patched.utf8) == eb[0].bytes)
+            #expect(ea.dropFirst().map(\.name) == eb.dropFirst().map(\.name))
+            #expect(ea.dropFirst().map(\.bytes) == eb.dropFirst().map(\.bytes))
+            // And the entry times: every entry of a bundle carries createdAt (clamped to 1980).
+            if format == .zip {
+                let listing = try run("/usr/bin/zipinfo", ["-T", b.bundle])
+                #expect(listing.contains("20220415.052000"))
+                #expect(!listing.contains("20200913"))
+            }
+        }
+    }
+
+    @Test("times before 1980 are clamped for zip")
+    func clampsOldTimes() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            let result = try Packer.pack(source: folder + "/src", options: options(epoch: 0), outputFolder: folder + "/out")
+            let manifest = try BundleReader(path: result.bundle).manifest
+            #expect(manifest.createdAt.description == "1970-01-01T00:00:00Z")
+            #expect(try run("/usr/bin/zipinfo", ["-T", result.bundle]).contains("19800101.000000"))
+        }
+    }
+
+    @Test("default and user excludes leave files out")
+    func excludes() throws {
+        try withTemporaryFolder { folder throws in
+            var tree = sampleApp
+            tree[".git/HEAD"] = "ref"
+            tree[".DS_Store"] = "x"
+            tree["img/Thumbs.db"] = "x"
+            tree["js/app.mjs.map"] = "{}"
+            tree["drafts/a.html"] = "draft"
+            tree["src/main.ts"] = "let a = 1"
+            tree["src/keep.js"] = "keep"
+            try makeTree(folder + "/src", tree)
+            let result = try Packer.pack(source: folder + "/src", options: options(excludes: ["*.map", "drafts/", "src/*.ts"]), outputFolder: folder + "/out")
+            let paths = try BundleReader(path: result.bundle).manifest.files.map(\.path.value)
+            #expect(Set(paths) == Set(sampleApp.keys).union(["src/keep.js"]))
+        }
+    }
+
+    @Test("a symlink to a file inside the folder is packed as that file")
+    func symlinkInside() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/src/alias.css", withDestinationPath: "css/app.css")
+            let result = try Packer.pack(source: folder + "/src", options: options(), outputFolder: folder + "/out")
+            let manifest = try BundleReader(path: result.bundle).manifest
+            #expect(manifest.file(at: try SafePath(validating: "alias.css"))?.sha256 == manifest.file(at: try SafePath(validating: "css/app.css"))?.sha256)
+        }
+    }
+
+    /// Packs and expects `error`, then checks that the output folder holds nothing at all.
+    func expectRefusal(_ expected: PackError, source: String, options: PackOptions, output: String) {
+        #expect(throws: expected) { try Packer.pack(source: source, options: options, outputFolder: output) }
+        #expect(listing(output).isEmpty, "no partial bundle may be left: \(listing(output))")
+    }
+
+    @Test("missing, non-folder and empty sources are refused")
+    func badSources() throws {
+        try withTemporaryFolder { folder throws in
+            expectRefusal(.sourceMissing(folder + "/nope"), source: folder + "/nope", options: try options(), output: folder + "/out")
+            try makeTree(folder, ["file.txt": "x"])
+            expectRefusal(.sourceNotFolder(folder + "/file.txt"), source: folder + "/file.txt", options: try options(), output: folder + "/out")
+            try makeTree(folder + "/onlyexcluded", [".DS_Store": "x", ".git/config": "x"])
+            expectRefusal(.sourceEmpty(folder + "/onlyexcluded"), source: folder + "/onlyexcluded", options: try options(), output: folder + "/out")
+        }
+    }
+
+    @Test("an entry or offline page that is not in the folder is refused")
+    func missingPages() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            expectRefusal(.entryMissing("main.html"), source: folder + "/src", options: try options(entry: "main.html"), output: folder + "/out")
+            expectRefusal(.offlinePageMissing("nope.html"), source: folder + "/src", options: try options(offlinePage: "nope.html"), output: folder + "/out")
+        }
+    }
+
+    @Test("symlinks that escape, dangle or loop are refused")
+    func badSymlinks() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/outside", ["secret.txt": "secret"])
+            try makeTree(folder + "/a", sampleApp)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/a/leak.txt", withDestinationPath: folder + "/outside/secret.txt")
+            let error = #expect(throws: PackError.self) { try Packer.pack(source: folder + "/a", options: options(), outputFolder: folder + "/out") }
+            guard case .symlinkEscapes(let path, _) = error else { Issue.record("\(String(describing: error))"); return }
+            #expect(path == "leak.txt")
+            #expect(listing(folder + "/out").isEmpty)
+
+            try makeTree(folder + "/b", sampleApp)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/b/up", withDestinationPath: "..")
+            #expect(throws: PackError.self) { try Packer.pack(source: folder + "/b", options: options(), outputFolder: folder + "/out") }
+
+            try makeTree(folder + "/c", sampleApp)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/c/dangling.js", withDestinationPath: "nowhere.js")
+            expectRefusal(.brokenSymlink(path: "dangling.js"), source: folder + "/c", options: try options(), output: folder + "/out")
+
+            try makeTree(folder + "/d", sampleApp)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/d/js/again", withDestinationPath: "..")
+            expectRefusal(.symlinkLoop(path: "js/again"), source: folder + "/d", options: try options(), output: folder + "/out")
+        }
+    }
+
+    @Test("a FIFO or other special file is refused")
+    func specialFiles() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            #expect(mkfifo(folder + "/src/pipe", 0o644) == 0)
+            expectRefusal(.notRegularFile(path: "pipe"), source: folder + "/src", options: try options(), output: folder + "/out")
+        }
+    }
+
+    @Test("names that collide after NFC or case folding are refused")
+    func collisions() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/case", sampleApp.merging(["Index.HTML": "x"]) { a, _ in a })
+            expectRefusal(.pathCollision("Index.HTML", "index.html"), source: folder + "/case", options: try options(), output: folder + "/out")
+            // The same visible name twice: once precomposed (NFC), once decomposed (NFD, as macOS writes it).
+            // (Two calls: Swift strings compare by canonical equivalence, so one dictionary cannot hold both.)
+            try makeTree(folder + "/nfc", sampleApp)
+            try makeTree(folder + "/nfc", ["guide/cafe\u{301}.html": "nfd"])
+            #expect(listing(folder + "/nfc/guide").count == 2)
+            let error = #expect(throws: PackError.self) { try Packer.pack(source: folder + "/nfc", options: options(), outputFolder: folder + "/out") }
+            guard case .pathCollision(let a, let b) = error else { Issue.record("\(String(describing: error))"); return }
+            #expect(a == "guide/café.html" && b == "guide/café.html")
+            #expect(listing(folder + "/out").isEmpty)
+        }
+    }
+
+    @Test("a decomposed (NFD) name is packed in NFC form")
+    func normalisesNames() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", ["index.html": "x", "cafe\u{301}.css": "y"])
+            let result = try Packer.pack(source: folder + "/src", options: options(offlinePage: nil), outputFolder: folder + "/out")
+            let paths = try entries(of: result.bundle).map(\.name)
+            #expect(paths.contains("caf\u{E9}.css"))
+        }
+    }
+
+    @Test("a root file named like Satchel's own is refused")
+    func reservedNames() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp.merging(["satchel.json": "{}"]) { a, _ in a })
+            expectRefusal(.reservedName(path: "satchel.json"), source: folder + "/src", options: try options(), output: folder + "/out")
+        }
+    }
+
+    @Test("a name that is not UTF-8 or that SafePath refuses is refused")
+    func badNames() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            let raw: [UInt8] = Array((folder + "/src/bad").utf8) + [0xFF, 0x2E, 0x6A, 0x73, 0]
+            let descriptor = raw.withUnsafeBufferPointer { open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_CREAT | O_WRONLY, 0o644) }
+            #expect(descriptor >= 0)
+            close(descriptor)
+            let error = #expect(throws: PackError.self) { try Packer.pack(source: folder + "/src", options: options(), outputFolder: folder + "/out") }
+            guard case .unsafePath(let pathError) = error else { Issue.record("\(String(describing: error))"); return }
+            #expect(pathError.reason == .invalidEncoding)
+
+            try makeTree(folder + "/tab", sampleApp.merging(["a\tb.txt": "x"]) { a, _ in a })
+            expectRefusal(.unsafePath(SafePathError(path: "a\tb.txt", reason: .controlCharacter)), source: folder + "/tab", options: try options(), output: folder + "/out")
+            try makeTree(folder + "/bs", sampleApp.merging(["a\\b.txt": "x"]) { a, _ in a })
+            expectRefusal(.unsafePath(SafePathError(path: "a\\b.txt", reason: .backslash)), source: folder + "/bs", options: try options(), output: folder + "/out")
+        }
+    }
+
+    @Test("an existing bundle of the same name is replaced atomically, never half-written")
+    func replacesExisting() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", sampleApp)
+            try FileManager.default.createDirectory(atPath: folder + "/out", withIntermediateDirectories: true)
+            try Data("old".utf8).write(to: URL(fileURLWithPath: folder + "/out/shop-1.0.0.zip"))
+            let result = try Packer.pack(source: folder + "/src", options: options(), outputFolder: folder + "/out")
+            #expect(listing(folder + "/out") == ["shop-1.0.0.zip"])
+            _ = try BundleReader(path: result.bundle)
+        }
+    }
+
+    @Test("excludes match names at any depth, paths with a slash, folders with a trailing slash")
+    func excludeRules() {
+        let rules = ExcludeRules(adding: ["*.map", "drafts/", "src/*.ts", "node_modules"])
+        #expect(rules.excludes(relativePath: ".git", isFolder: true))
+        #expect(!rules.excludes(relativePath: ".git", isFolder: false))
+        #expect(rules.excludes(relativePath: "a/b/.DS_Store", isFolder: false))
+        #expect(rules.excludes(relativePath: "x/Thumbs.db", isFolder: false))
+        #expect(rules.excludes(relativePath: "js/deep/app.js.map", isFolder: false))
+        #expect(rules.excludes(relativePath: "drafts", isFolder: true))
+        #expect(rules.excludes(relativePath: "a/drafts", isFolder: true))
+        #expect(!rules.excludes(relativePath: "drafts", isFolder: false))
+        #expect(rules.excludes(relativePath: "src/main.ts", isFolder: false))
+        #expect(!rules.excludes(relativePath: "src/deep/main.ts", isFolder: false))
+        #expect(!rules.excludes(relativePath: "other/main.ts", isFolder: false))
+        #expect(rules.excludes(relativePath: "node_modules", isFolder: true))
+        #expect(!rules.excludes(relativePath: "index.html", isFolder: false))
+    }
+}
+
+/// Runs a tool and returns its standard output; throws when it exits non-zero.
+func run(_ tool: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    struct ToolFailed: Error { let status: Int32 }
+    guard process.terminationStatus == 0 else { throw ToolFailed(status: process.terminationStatus) }
+    return String(decoding: data, as: UTF8.self)
+}
