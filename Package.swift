@@ -55,7 +55,8 @@ let package = Package(
         .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
         .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive"]),
         .testTarget(name: "SatchelBundleTests", dependencies: ["SatchelBundle", "SatchelCore", "SatchelArchive"]),
-        .testTarget(name: "SatchelCLITests", dependencies: ["SatchelCore", "SatchelBundle"]),
+        // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
+        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelCore", "SatchelBundle"]),
     ],
     swiftLanguageModes: [.v6]
 )

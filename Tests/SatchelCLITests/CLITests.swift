@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+
+@Suite("The satchel command line: output, JSON shapes and exit codes")
+struct CLITests {
+    @Test("help lists the commands and documents the exit codes")
+    func help() throws {
+        let root = try CLI.run(["--help"])
+        #expect(root.status == 0)
+        for command in ["pack", "verify", "inspect", "keygen"] { #expect(root.stdout.contains(command)) }
+        let verify = try CLI.run(["verify", "--help"])
+        #expect(verify.stdout.contains("Exit 0 when valid, 1 when invalid"))
+        #expect(verify.stdout.contains("--public-key"))
+    }
+
+    @Test("keygen writes a 0600 private key and a public key, and never overwrites them silently")
+    func keygen() throws {
+        try withTemporaryFolder { folder throws in
+            let first = try CLI.run(["keygen", "--output", folder + "/keys"])
+            #expect(first.status == 0)
+            let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/keys/satchel.key")
+            #expect((attributes[.posixPermissions] as? Int) == 0o600)
+            let privateKey = try String(contentsOfFile: folder + "/keys/satchel.key", encoding: .utf8)
+            let publicKey = try String(contentsOfFile: folder + "/keys/satchel.pub", encoding: .utf8)
+            #expect(Data(base64Encoded: privateKey)?.count == 32)
+            #expect(Data(base64Encoded: publicKey)?.count == 32)
+            let again = try CLI.run(["keygen", "--output", folder + "/keys"])
+            #expect(again.status == 1)
+            #expect(again.stderr.contains("already exists; use --force"))
+            #expect(try String(contentsOfFile: folder + "/keys/satchel.key", encoding: .utf8) == privateKey)
+            #expect(try CLI.run(["keygen", "--output", folder + "/keys", "--force"]).status == 0)
+            #expect(try String(contentsOfFile: folder + "/keys/satchel.key", encoding: .utf8) != privateKey)
+        }
+    }
+
+    @Test("pack --json prints one JSON object and nothing else on stdout")
+    func packJSON() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            let outcome = try CLI.run([
+                "pack", folder + "/src", "--id", "shop", "--version", "1.2.3", "--host", "M.Shop.Example", "--offline-page",
+                "offline.html", "--route", "/api/=network-first:2000", "--output", folder + "/out", "--json",
+            ])
+            #expect(outcome.status == 0, "\(outcome.stderr)")
+            let lines = outcome.stdout.split(separator: "\n")
+            #expect(lines.count == 1)
+            let object = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
+            #expect(object["bundle"] as? String == folder + "/out/shop-1.2.3.zip")
+            #expect(object["fileCount"] as? Int == 4)
+            #expect((object["sha256"] as? String)?.count == 64)
+            #expect((object["contentHash"] as? String)?.count == 64)
+            #expect(object["size"] as? Int == (try FileManager.default.attributesOfItem(atPath: folder + "/out/shop-1.2.3.zip")[.size] as? Int))
+            let inspect = try CLI.run(["inspect", folder + "/out/shop-1.2.3.zip", "--json"])
+            let manifest = try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as! [String: Any]
+            #expect((manifest["scope"] as? [String: Any])?["hosts"] as? [String] == ["m.shop.example"])
+        }
+    }
+
+    @Test("pack refuses bad options as usage errors (exit 64), naming the problem, writing nothing", arguments: [
+        (["--id", "Bad Id"], "invalid id"),
+        (["--version", "1.0"], "invalid version"),
+        (["--host", "bad_host"], "invalid host"),
+        (["--prefix", "app/"], "invalid pathPrefix"),
+        (["--route", "/api/=fastest"], "invalid strategy"),
+        (["--route", "/api/"], "invalid route"),
+        (["--format", "rar"], "--format must be zip or tar.gz"),
+        (["--compression-level", "0"], "--compression-level"),
+        (["--min-runtime", "two"], "invalid min-runtime"),
+        (["--entry", "../index.html"], "--entry"),
+        (["--sign-key", "/nonexistent/key"], "cannot read --sign-key"),
+    ])
+    func packUsageErrors(_ override: [String], _ message: String) throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            var options = ["--id": "shop", "--version": "1.0.0", "--host": "m.shop.example"]
+            var extra: [String] = []
+            for pair in stride(from: 0, to: override.count, by: 2) {
+                if options[override[pair]] != nil { options[override[pair]] = override[pair + 1] } else { extra += [override[pair], override[pair + 1]] }
+            }
+            let arguments = ["pack", folder + "/src", "--output", folder + "/out"] + options.flatMap { [$0.key, $0.value] } + extra
+            let outcome = try CLI.run(arguments)
+            #expect(outcome.status == 64, "\(outcome.stderr)")
+            #expect(outcome.stderr.contains(message), "\(outcome.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: folder + "/out"))
+        }
+    }
+
+    @Test("pack refuses bad sources with exit 1 and one clear line")
+    func packFailures() throws {
+        try withTemporaryFolder { folder throws in
+            let missing = try CLI.run(["pack", folder + "/nope", "--id", "a", "--version", "1.0.0", "--host", "a.example", "--output", folder + "/out"])
+            #expect(missing.status == 1)
+            #expect(missing.stderr == "error: source folder \(folder)/nope does not exist\n")
+            try makeTree(folder + "/src", app)
+            let noEntry = try CLI.run(["pack", folder + "/src", "--id", "a", "--version", "1.0.0", "--host", "a.example", "--entry", "main.html", "--output", folder + "/out", "--quiet"])
+            #expect(noEntry.status == 1)
+            #expect(noEntry.stderr == "error: entry main.html is not in the source folder\n")
+            let badEpoch = try CLI.run(["pack", folder + "/src", "--id", "a", "--version", "1.0.0", "--host", "a.example", "--output", folder + "/out"], environment: ["SOURCE_DATE_EPOCH": "soon"])
+            #expect(badEpoch.status == 1)
+            #expect(badEpoch.stderr.contains("SOURCE_DATE_EPOCH=soon"))
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder + "/out")) ?? []).isEmpty)
+        }
+    }
+
+    @Test("verify exits 0 when valid, 1 naming the bad file, 64 on usage errors")
+    func verifyExitCodes() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            #expect(try CLI.run(["keygen", "--output", folder + "/k"]).status == 0)
+            let pack = try CLI.run(["pack", folder + "/src", "--id", "shop", "--version", "1.0.0", "--host", "a.example", "--sign-key", folder + "/k/satchel.key", "--output", folder + "/out", "--quiet"])
+            #expect(pack.status == 0, "\(pack.stderr)")
+            #expect(pack.stdout.isEmpty)
+            let bundle = folder + "/out/shop-1.0.0.zip"
+            let ok = try CLI.run(["verify", bundle, "--public-key", folder + "/k/satchel.pub"])
+            #expect(ok.status == 0)
+            #expect(ok.stdout == "valid: shop 1.0.0, 4 files, 44 B, signature verified\n")
+            let okJSON = try CLI.run(["verify", bundle, "--json"])
+            let report = try JSONSerialization.jsonObject(with: Data(okJSON.stdout.utf8)) as! [String: Any]
+            #expect(report["valid"] as? Bool == true)
+            #expect(report["signed"] as? Bool == true)
+            #expect(report["signatureVerified"] as? Bool == false)
+
+            // Flip one byte of app.js inside the zip (stored data follows its name in the local header).
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: bundle)))
+            let marker = Array("img/a.png".utf8)
+            let start = bytes.firstRange(of: marker)!.upperBound
+            let dataStart = bytes[start...].firstRange(of: Array("png".utf8))!.lowerBound
+            bytes[dataStart] ^= 0x01
+            try Data(bytes).write(to: URL(fileURLWithPath: bundle))
+            let bad = try CLI.run(["verify", bundle, "--json"])
+            #expect(bad.status == 1)
+            let badReport = try JSONSerialization.jsonObject(with: Data(bad.stdout.utf8)) as! [String: Any]
+            #expect(badReport["valid"] as? Bool == false)
+            #expect(badReport["subject"] as? String == "img/a.png")
+            let badText = try CLI.run(["verify", bundle])
+            #expect(badText.status == 1)
+            #expect(badText.stdout.hasPrefix("invalid: "))
+            #expect(badText.stdout.contains("img/a.png"))
+
+            #expect(try CLI.run(["verify"]).status == 64)
+            #expect(try CLI.run(["verify", bundle, "--no-such-flag"]).status == 64)
+            let badKey = try CLI.run(["verify", bundle, "--public-key", folder + "/src/index.html"])
+            #expect(badKey.status == 64)
+            #expect(badKey.stderr.contains("malformed public key"))
+        }
+    }
+
+    @Test("inspect shows the manifest readably, and --json prints its exact bytes")
+    func inspect() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            _ = try CLI.run(["pack", folder + "/src", "--id", "shop", "--version", "1.0.0", "--host", "a.example", "--spa-fallback", "--output", folder + "/out", "--quiet"], environment: ["SOURCE_DATE_EPOCH": "1700000000"])
+            let text = try CLI.run(["inspect", folder + "/out/shop-1.0.0.zip"])
+            #expect(text.status == 0)
+            #expect(text.stdout.hasPrefix("shop 1.0.0\n"))
+            #expect(text.stdout.contains("created       2023-11-14T22:13:20Z"))
+            #expect(text.stdout.contains("spa fallback  yes"))
+            #expect(text.stdout.contains("text/javascript  app.js"))
+            let json = try CLI.run(["inspect", folder + "/out/shop-1.0.0.zip", "--json"])
+            let unzip = Process()
+            unzip.executableURL = URL(fileURLWithPath: "/usr/bin/unzip")
+            unzip.arguments = ["-p", folder + "/out/shop-1.0.0.zip", "satchel.json"]
+            let pipe = Pipe()
+            unzip.standardOutput = pipe
+            try unzip.run()
+            let manifestBytes = pipe.fileHandleForReading.readDataToEndOfFile()
+            unzip.waitUntilExit()
+            #expect(Data(json.stdout.utf8) == manifestBytes + Data("\n".utf8))
+            let missing = try CLI.run(["inspect", folder + "/none.zip"])
+            #expect(missing.status == 1)
+            #expect(missing.stderr.hasPrefix("error: cannot open archive"))
+        }
+    }
+}
