@@ -149,6 +149,9 @@ public enum Packer {
                     let (size, digest) = try digestOfFile(files[index].location, buffer: &buffer)
                     guard size == files[index].size else { throw PackError.fileChanged(path: files[index].path.value) }
                     work.finish(index, digest: digest, bytes: size)
+                } catch PackError.unreadable(_, let code) {
+                    // Name the file as the package knows it, not by its place on this disk.
+                    work.fail(.unreadable(path: files[index].path.value, errno: code), path: files[index].path.value)
                 } catch let error as PackError {
                     work.fail(error, path: files[index].path.value)
                 } catch {
