@@ -24,7 +24,8 @@ public struct PackOptions: Sendable {
     public var signingKey: SigningKey?
     /// `SOURCE_DATE_EPOCH`; when nil, createdAt is the newest modification time among the files.
     public var sourceDateEpoch: Int64?
-    /// Deflate level for compressible files; 9 gives bundles as small as `zip -9`, at its cost in time.
+    /// Deflate level for compressible files. The default, 6, gives bundles within 0.5 % of `zip -9` in less time
+    /// (README, performance); 9 squeezes out the last few bytes.
     public var compressionLevel: Int
 
     public init(
@@ -83,7 +84,7 @@ public enum PackProgress: Sendable, Equatable {
 /// re-hashing each file as it is written so that a file edited mid-pack is caught, and finally rename the
 /// archive into place. A failure at any step removes the temporary file: no partial bundle is ever left.
 public enum Packer {
-    public static let defaultCompressionLevel = 9
+    public static let defaultCompressionLevel = 6
 
     /// The file name of a bundle: `<id>-<version>.<zip|tar.gz>`.
     public static func bundleName(id: PackageID, version: SemanticVersion, format: ArchiveFormat) -> String {
