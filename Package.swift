@@ -52,11 +52,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Scratch folders and process helpers shared by the test targets.
+        .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport"),
         .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
-        .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive"]),
-        .testTarget(name: "SatchelBundleTests", dependencies: ["SatchelBundle", "SatchelCore", "SatchelArchive"]),
+        .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelBundleTests",
+            dependencies: ["SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
-        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelCore", "SatchelBundle"]),
+        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

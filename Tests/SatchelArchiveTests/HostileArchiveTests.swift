@@ -1,4 +1,5 @@
 import Foundation
+import SatchelTestSupport
 import Testing
 @testable import SatchelArchive
 

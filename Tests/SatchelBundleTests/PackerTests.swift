@@ -1,4 +1,5 @@
 import Foundation
+import SatchelTestSupport
 import Testing
 @testable import SatchelArchive
 @testable import SatchelBundle
@@ -266,20 +267,4 @@ struct PackerTests {
         #expect(rules.excludes(relativePath: "node_modules", isFolder: true))
         #expect(!rules.excludes(relativePath: "index.html", isFolder: false))
     }
-}
-
-/// Runs a tool and returns its standard output; throws when it exits non-zero.
-func run(_ tool: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    struct ToolFailed: Error { let status: Int32 }
-    guard process.terminationStatus == 0 else { throw ToolFailed(status: process.terminationStatus) }
-    return String(decoding: data, as: UTF8.self)
 }

@@ -1,31 +1,11 @@
 import Foundation
+import SatchelTestSupport
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A scratch folder that exists for one test and is removed afterwards, whatever happened.
-func withTemporaryFolder<T>(_ body: (String) throws -> T) throws -> T {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-test-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try body(path)
-}
-
-func readBytes(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
-
-/// Writes `files` (relative path -> contents) under `root`, creating folders, with a fixed mtime so tests
-/// do not depend on the clock.
-func makeTree(_ root: String, _ files: [String: String], mtime: Int = 1_700_000_000) throws {
-    for (path, contents) in files {
-        let url = URL(fileURLWithPath: root + "/" + path)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(contents.utf8).write(to: url)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(mtime))], ofItemAtPath: url.path)
-    }
-}
 
 /// A small web app with the kinds of file a real one has.
 let sampleApp: [String: String] = [
@@ -68,9 +48,4 @@ func writeArchive(_ path: String, _ entries: [(name: String, bytes: [UInt8])], f
         try writer.add(ArchiveEntryHeader(path: entry.name, size: Int64(entry.bytes.count), modificationTime: 315_532_800, compress: true), bytes: entry.bytes)
     }
     try writer.finish()
-}
-
-/// Names in `folder`, hidden ones included: a failed pack must leave none behind.
-func listing(_ folder: String) -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
 }

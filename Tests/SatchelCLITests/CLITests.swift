@@ -1,4 +1,5 @@
 import Foundation
+import SatchelTestSupport
 import Testing
 
 @Suite("The satchel command line: output, JSON shapes and exit codes")

@@ -1,0 +1,74 @@
+import Foundation
+
+/// Helpers shared by every test target: scratch folders and running real tools.
+
+/// A scratch folder that exists for one test and is removed afterwards, whatever happened.
+public func withTemporaryFolder<T>(_ body: (String) throws -> T) throws -> T {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-test-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try body(path)
+}
+
+public func readBytes(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
+
+/// Names in `folder`, hidden ones included (empty when the folder does not exist).
+public func listing(_ folder: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+}
+
+/// Writes `files` (relative path -> contents) under `root`, creating folders, with a fixed mtime so that
+/// tests do not depend on the clock.
+public func makeTree(_ root: String, _ files: [String: String], mtime: Int = 1_700_000_000) throws {
+    for (path, contents) in files {
+        let url = URL(fileURLWithPath: root + "/" + path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(contents.utf8).write(to: url)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(mtime))], ofItemAtPath: url.path)
+    }
+}
+
+/// What a finished process said.
+public struct ProcessOutcome: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+/// Runs `executable` with `arguments`, no standard input, and collects both output streams.
+public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ProcessOutcome {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read both pipes before waiting, so a chatty child cannot block on a full pipe.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var errData = Data()
+    DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return ProcessOutcome(
+        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
+}
+
+/// A tool that exited non-zero.
+public struct ToolFailed: Error, CustomStringConvertible {
+    public let tool: String
+    public let outcome: ProcessOutcome
+    public var description: String { "\(tool) exited \(outcome.status): \(outcome.stderr)" }
+}
+
+/// Runs a tool and returns its standard output; throws when it exits non-zero.
+public func run(_ tool: String, _ arguments: [String]) throws -> String {
+    let outcome = try runProcess(tool, arguments)
+    guard outcome.status == 0 else { throw ToolFailed(tool: tool, outcome: outcome) }
+    return outcome.stdout
+}
