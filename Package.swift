@@ -5,6 +5,7 @@ import PackageDescription
 //   SatchelCore     pure model and rules, no I/O
 //   SatchelArchive  libarchive + zlib, hidden behind Swift types
 //   SatchelBundle   the bundle format: pack, read, verify
+//   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   satchel         the CLI
 let package = Package(
     name: "Satchel",
@@ -13,6 +14,7 @@ let package = Package(
         .library(name: "SatchelCore", targets: ["SatchelCore"]),
         .library(name: "SatchelArchive", targets: ["SatchelArchive"]),
         .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
+        .library(name: "SatchelStore", targets: ["SatchelStore"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -45,10 +47,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .target(
+            name: "SatchelStore",
+            dependencies: [
+                "SatchelCore", "SatchelArchive", "SatchelBundle",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle",
+                "SatchelCore", "SatchelBundle", "SatchelStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -9,6 +9,9 @@ struct Satchel: AsyncParsableCommand {
             Exit codes: 0 success, 1 failure (an invalid bundle, a refused input), 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Pack.self, Verify.self, Inspect.self, Keygen.self]
+        subcommands: [
+            Pack.self, Verify.self, Inspect.self, Keygen.self,
+            Install.self, List.self, Activate.self, Confirm.self, Rollback.self, Launch.self, Remove.self, GC.self, Check.self,
+        ]
     )
 }

@@ -1,0 +1,51 @@
+import SatchelBundle
+import SatchelCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes a bundle's files into a fresh staging folder as ``BundleReader`` streams them. The reader has
+/// already checked each name with ``SafePath`` and matched it to the manifest, and it checks size and hash
+/// before calling ``end(_:)``; the sink only has to create what it is given, never following a link and never
+/// replacing an existing file.
+final class StagingSink: BundleFileSink {
+    let root: String
+    private var descriptor: Int32 = -1
+    private var currentPath = ""
+    private var folders = Set<String>()
+    private(set) var writtenFiles: [String] = []
+    /// After this many files the test-only "extract" checkpoint fires, half-way through.
+    private let checkpointAfter: Int
+
+    init(root: String, fileCount: Int) {
+        self.root = root
+        checkpointAfter = max(1, fileCount / 2)
+    }
+
+    func begin(_ file: FileRecord) throws {
+        for folder in file.path.parentFolders where folders.insert(folder).inserted {
+            try FileSystem.makeDirectory(root + "/" + folder)
+        }
+        currentPath = root + "/" + file.path.value
+        descriptor = open(currentPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw StoreError.system("create", currentPath) }
+    }
+
+    func write(_ chunk: UnsafeRawBufferPointer) throws {
+        try FileSystem.writeAll(descriptor, chunk, path: currentPath)
+    }
+
+    func end(_ file: FileRecord) throws {
+        let status = close(descriptor)
+        descriptor = -1
+        guard status == 0 else { throw StoreError.system("close", currentPath) }
+        writtenFiles.append(currentPath)
+        if writtenFiles.count == checkpointAfter { FaultInjection.checkpoint("extract") }
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+}

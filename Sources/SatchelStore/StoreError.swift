@@ -1,0 +1,52 @@
+import SatchelBundle
+import SatchelCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why a store operation was refused or failed. Whatever the case, the store is left as it was before the
+/// operation: a refused install leaves no staging folder and no changed state.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The bundle is not what it claims to be (manifest, signature, a file's hash, a hostile entry...).
+    case invalidBundle(BundleError)
+    /// The bundle file's own SHA-256 is not the one the caller (or the catalog) expected.
+    case bundleChecksumMismatch(expected: String, actual: String)
+    /// Another package already claims this host with this path prefix.
+    case scopeConflict(id: String, otherID: String, host: String, pathPrefix: String)
+    case packageNotInstalled(String)
+    case versionNotInstalled(id: String, version: String)
+    case noEarlierConfirmedVersion(id: String)
+    case notInTrial(id: String)
+    case activeVersion(id: String, version: String)
+    case diskFull(path: String)
+    case io(operation: String, path: String, errno: Int32)
+    case corruptState(path: String, reason: String)
+    case unsupportedLayout(path: String, layout: Int)
+    case invalidArgument(FieldError)
+
+    public var description: String {
+        switch self {
+        case .invalidBundle(let error): "bundle refused: \(error)"
+        case .bundleChecksumMismatch(let expected, let actual): "bundle sha256 is \(actual), expected \(expected)"
+        case .scopeConflict(let id, let other, let host, let prefix):
+            "package \(id) claims host \(host) with prefix \(prefix), which package \(other) already claims"
+        case .packageNotInstalled(let id): "package \(id) is not installed"
+        case .versionNotInstalled(let id, let version): "package \(id) has no installed version \(version)"
+        case .noEarlierConfirmedVersion(let id): "package \(id) has no earlier confirmed version to roll back to"
+        case .notInTrial(let id): "package \(id) is not in trial; nothing to confirm"
+        case .activeVersion(let id, let version): "version \(version) of \(id) is active; remove the whole package or activate another version first"
+        case .diskFull(let path): "disk full while writing \(path); the store is unchanged"
+        case .io(let operation, let path, let code): "\(operation) \(path) failed: \(String(cString: strerror(code)))"
+        case .corruptState(let path, let reason): "store state \(path) is unreadable: \(reason)"
+        case .unsupportedLayout(let path, let layout): "store \(path) has layout \(layout); this Satchel reads layout \(StoreLayout.version)"
+        case .invalidArgument(let error): "\(error)"
+        }
+    }
+
+    /// A system call failed: ENOSPC and EDQUOT become ``diskFull(path:)``, everything else keeps its errno.
+    static func system(_ operation: String, _ path: String, _ code: Int32 = errno) -> StoreError {
+        code == ENOSPC || code == EDQUOT ? .diskFull(path: path) : .io(operation: operation, path: path, errno: code)
+    }
+}

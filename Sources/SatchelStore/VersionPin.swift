@@ -1,0 +1,53 @@
+import Foundation
+import SatchelCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A running engine's claim on the versions it serves (`pins/<random>.pin`, one `id version` line each).
+/// The file is held with an exclusive flock for the pin's lifetime; a pin file whose lock can be taken
+/// belongs to a process that is gone, and is deleted.
+public final class VersionPin: Sendable {
+    public let path: String
+    private let descriptor: Int32
+
+    init(folder: String, versions: [PackageID: SemanticVersion]) throws(StoreError) {
+        try FileSystem.makeDirectory(folder)
+        path = folder + "/" + FileSystem.randomName("engine") + ".pin"
+        descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .system("create", path) }
+        guard flock(descriptor, LOCK_EX) == 0 else { throw .system("flock", path) }
+        let text = versions.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
+        try FileSystem.writeAll(descriptor, Array(text.utf8), path: path)
+    }
+
+    /// Ends the pin. Also happens when the pin is deinitialised or the process exits.
+    public func release() {
+        unlink(path)
+        flock(descriptor, LOCK_UN)
+    }
+
+    deinit {
+        release()
+        close(descriptor)
+    }
+
+    /// The versions of a live pin; nil (after deleting the file) when its owner is gone.
+    static func readIfHeld(_ path: String) -> [(PackageID, SemanticVersion)]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
+            unlink(path)
+            return nil
+        }
+        guard let bytes = try? FileSystem.read(path, maxBytes: 1 << 20) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let id = try? PackageID(String(parts[0])), let version = try? SemanticVersion(String(parts[1])) else { return nil }
+            return (id, version)
+        }
+    }
+}

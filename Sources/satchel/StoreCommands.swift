@@ -1,0 +1,202 @@
+import ArgumentParser
+import Foundation
+import SatchelBundle
+import SatchelCore
+import SatchelStore
+
+/// `--store`, shared by every store command.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "The store folder (created when missing).", completion: .directory)
+    var store: String
+
+    @Option(name: .customLong("public-key"), help: "A trusted Ed25519 public key file (repeatable); bundles must then be signed by one.", completion: .file())
+    var publicKeys: [String] = []
+
+    @Option(help: "Launches a trial may have before the next launch rolls it back.")
+    var maxTrialLaunches: Int = 3
+
+    func open() throws -> PackageStore {
+        var keys: [VerifyingKey] = []
+        for path in publicKeys {
+            do { keys.append(try VerifyingKey(base64: try Output.readKeyFile(path, option: "--public-key"))) } catch let error as KeyError {
+                throw ValidationError("--public-key \(path): \(error)")
+            }
+        }
+        return try storeOperation { () throws(StoreError) in
+            try PackageStore(root: store, configuration: StoreConfiguration(trustedKeys: keys, maxTrialLaunches: maxTrialLaunches))
+        }
+    }
+}
+
+/// Runs a store operation, printing a StoreError as one line and exiting 1.
+func storeOperation<T>(_ body: () throws(StoreError) -> T) throws -> T {
+    do { return try body() } catch {
+        Output.error(error.description)
+        throw ExitCode.failure
+    }
+}
+
+func parseID(_ raw: String) throws -> PackageID {
+    do { return try PackageID(raw) } catch { throw ValidationError(error.description) }
+}
+
+func parseVersion(_ raw: String) throws -> SemanticVersion {
+    do { return try SemanticVersion(raw) } catch { throw ValidationError(error.description) }
+}
+
+extension Satchel {
+    struct Install: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify a bundle and install it as the active version of its package, on trial.",
+            discussion: "Nothing is visible until the bundle is verified, extracted, hashed and durable; the previous version stays.")
+
+        @Argument(help: "The bundle (.zip or .tar.gz).", completion: .file())
+        var bundle: String
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The bundle's expected SHA-256 (hex), checked before anything else.")
+        var sha256: String?
+        @Flag(help: "Print one JSON object.")
+        var json = false
+
+        func run() throws {
+            let store = try options.open()
+            let result = try storeOperation { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256) }
+            if json {
+                Output.json(result)
+            } else {
+                let previous = result.previous.map { ", previous \($0) kept" } ?? ""
+                Output.line("installed \(result.id) \(result.version) (trial), \(result.fileCount) files, \(Output.bytes(result.bytes))\(previous)")
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List installed packages: active version, state, scope, size.")
+        @OptionGroup var options: StoreOptions
+        @Flag(help: "Print a JSON array.")
+        var json = false
+
+        func run() throws {
+            let store = try options.open()
+            let packages = try storeOperation { () throws(StoreError) in try store.list() }
+            if json { return Output.json(packages) }
+            if packages.isEmpty { return Output.line("no packages installed in \(options.store)") }
+            for package in packages {
+                let others = package.otherVersions.isEmpty ? "" : "; also installed: " + package.otherVersions.joined(separator: ", ")
+                let trial = package.state == "trial" ? " (trial, \(package.launches) launches)" : ""
+                Output.line("\(package.id) \(package.active)\(trial): \(package.hosts.joined(separator: ", ")) \(package.pathPrefix), \(package.fileCount) files, \(Output.bytes(package.bytes))\(others)")
+            }
+        }
+    }
+
+    struct Activate: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Make an installed version active (a version never confirmed starts a trial).")
+        @Argument(help: "Package id.") var id: String
+        @Argument(help: "Installed version.") var version: String
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let (id, version) = (try parseID(id), try parseVersion(version))
+            let store = try options.open()
+            try storeOperation { () throws(StoreError) in try store.activate(id, version) }
+            Output.line("\(id) \(version) is active")
+        }
+    }
+
+    struct Confirm: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Confirm the active trial: it becomes the version to fall back to.")
+        @Argument(help: "Package id.") var id: String
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let id = try parseID(id)
+            let store = try options.open()
+            let state = try storeOperation { () throws(StoreError) in try store.confirm(id) }
+            Output.line("\(id) \(state.active) confirmed")
+        }
+    }
+
+    struct Rollback: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Return to the last confirmed version before the active one.")
+        @Argument(help: "Package id.") var id: String
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let id = try parseID(id)
+            let store = try options.open()
+            let state = try storeOperation { () throws(StoreError) in try store.rollback(id) }
+            Output.line("\(id) rolled back to \(state.active)")
+        }
+    }
+
+    struct Launch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Count an app launch: trials past their launch limit roll back to their confirmed version.")
+        @OptionGroup var options: StoreOptions
+        @Flag(help: "Print one JSON object.")
+        var json = false
+
+        func run() throws {
+            let store = try options.open()
+            let report = try storeOperation { () throws(StoreError) in try store.beginLaunch() }
+            if json { return Output.json(report) }
+            for rollback in report.rolledBack { Output.line("\(rollback.id): trial \(rollback.from) was never confirmed; rolled back to \(rollback.to)") }
+            for (id, launches) in report.trials.sorted(by: { $0.key < $1.key }) { Output.line("\(id): trial launch \(launches) of \(options.maxTrialLaunches)") }
+            for id in report.exhaustedWithoutFallback { Output.line("\(id): trial is past its launches but there is no confirmed version to roll back to") }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an inactive version, or the whole package.")
+        @Argument(help: "Package id.") var id: String
+        @Option(help: "Only this (inactive) version.") var version: String?
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let id = try parseID(id)
+            let version = try version.map(parseVersion)
+            let store = try options.open()
+            try storeOperation { () throws(StoreError) in try store.remove(id, version: version) }
+            Output.line(version.map { "removed \(id) \($0)" } ?? "removed \(id)")
+        }
+    }
+
+    struct GC: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "gc",
+            abstract: "Remove versions that are not active, last confirmed, on trial or pinned by a running engine.")
+        @OptionGroup var options: StoreOptions
+        @Option(help: "Keep this many more of the most recent confirmed versions.") var keep: Int = 0
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func validate() throws {
+            guard keep >= 0 else { throw ValidationError("--keep must not be negative") }
+        }
+
+        func run() throws {
+            let store = try options.open()
+            let removed = try storeOperation { () throws(StoreError) in try store.collectGarbage(keep: keep) }
+            if json { return Output.json(["removed": removed]) }
+            Output.line(removed.isEmpty ? "nothing to remove" : "removed " + removed.joined(separator: ", "))
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Re-verify every active file against its manifest.", discussion: "Exit 0 when all match, 1 when any differs.")
+        @OptionGroup var options: StoreOptions
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func run() throws {
+            let store = try options.open()
+            let problems = try storeOperation { () throws(StoreError) in try store.check() }
+            if json {
+                struct Report: Encodable { let ok: Bool; let problems: [CheckProblem] }
+                Output.json(Report(ok: problems.isEmpty, problems: problems))
+            } else {
+                Output.line(problems.isEmpty ? "ok: every active file matches its manifest" : problems.map(\.description).joined(separator: "\n"))
+            }
+            if !problems.isEmpty { throw ExitCode.failure }
+        }
+    }
+}
