@@ -68,6 +68,9 @@ let package = Package(
         .testTarget(
             name: "SatchelBundleTests",
             dependencies: ["SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelStoreTests",
+            dependencies: ["SatchelStore", "SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],
