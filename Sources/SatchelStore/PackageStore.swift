@@ -484,6 +484,7 @@ public final class PackageStore: Sendable {
         let trash = layout.staging + "/" + FileSystem.randomName("trash")
         guard rename(path, trash) == 0 else { throw .system("rename", path) }
         try FileSystem.syncDirectory(FileSystem.parent(of: path))
+        FaultInjection.checkpoint("trash")
         try FileSystem.removeTree(trash)
     }
 
