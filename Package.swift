@@ -49,10 +49,7 @@ let package = Package(
         ),
         .target(
             name: "SatchelStore",
-            dependencies: [
-                "SatchelCore", "SatchelArchive", "SatchelBundle",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle"]
         ),
         .executableTarget(
             name: "satchel",

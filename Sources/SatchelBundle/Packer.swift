@@ -128,7 +128,8 @@ public enum Packer {
             throw error
         }
         syncFolder(outputFolder)
-        let (size, sha256) = try digestOfFile(finalPath)
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
+        let (size, sha256) = try digestOfFile(finalPath, buffer: &buffer)
         let result = PackResult(
             bundle: finalPath, id: options.id.value, version: options.version.description, size: size, sha256: sha256,
             fileCount: manifest.files.count, contentHash: manifest.contentHash, signed: options.signingKey != nil)
@@ -233,31 +234,10 @@ public enum Packer {
         }
     }
 
-    static func digestOfFile(_ path: String) throws(PackError) -> (Int64, String) {
-        var buffer = [UInt8](repeating: 0, count: 256 << 10)
-        return try digestOfFile(path, buffer: &buffer)
-    }
-
     static func digestOfFile(_ path: String, buffer: inout [UInt8]) throws(PackError) -> (Int64, String) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .unreadable(path: path, errno: errno) }
-        defer { close(descriptor) }
-        var hasher = SHA256()
-        var total: Int64 = 0
-        let failure: Int32? = buffer.withUnsafeMutableBytes { raw in
-            while true {
-                let count = read(descriptor, raw.baseAddress!, raw.count)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if count == 0 { return nil }
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: raw[..<count]))
-                total += Int64(count)
-            }
+        do { return try FileDigest.sha256(ofFile: path, buffer: &buffer) } catch {
+            throw .unreadable(path: error.path, errno: error.errno)
         }
-        if let failure { throw .unreadable(path: path, errno: failure) }
-        return (total, Digests.hex(hasher.finalize()))
     }
 }
 

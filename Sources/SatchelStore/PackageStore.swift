@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import SatchelArchive
 import SatchelBundle
@@ -491,23 +490,7 @@ public final class PackageStore: Sendable {
     static func sha256(ofFile path: String) throws(StoreError) -> String { try sha256AndSize(ofFile: path).1 }
 
     static func sha256AndSize(ofFile path: String) throws(StoreError) -> (Int64, String) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .system("open", path) }
-        defer { close(descriptor) }
-        var hasher = SHA256()
-        var total: Int64 = 0
-        var buffer = [UInt8](repeating: 0, count: 256 << 10)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { posixRead(descriptor, $0.baseAddress!, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .system("read", path)
-            }
-            if count == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            total += Int64(count)
-        }
-        return (total, Digests.hex(hasher.finalize()))
+        do { return try FileDigest.sha256(ofFile: path) } catch { throw .system(error.operation, error.path, error.errno) }
     }
 
     /// Relative paths of every regular file (or other non-folder) under `root`.
