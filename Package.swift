@@ -6,6 +6,7 @@ import PackageDescription
 //   SatchelArchive  libarchive + zlib, hidden behind Swift types
 //   SatchelBundle   the bundle format: pack, read, verify
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
+//   SatchelEngine   URL -> package file -> HTTP response (above Core only; the store plugs in as a PackageSource)
 //   satchel         the CLI
 let package = Package(
     name: "Satchel",
@@ -15,6 +16,7 @@ let package = Package(
         .library(name: "SatchelArchive", targets: ["SatchelArchive"]),
         .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
         .library(name: "SatchelStore", targets: ["SatchelStore"]),
+        .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -51,10 +53,12 @@ let package = Package(
             name: "SatchelStore",
             dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle"]
         ),
+        // Above SatchelCore only: it reads packages through SatchelCore's PackageSource, which the store implements.
+        .target(name: "SatchelEngine", dependencies: ["SatchelCore"]),
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle", "SatchelStore",
+                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,0 +1,64 @@
+/// HTTP header fields in order, with case-insensitive lookup (RFC 9110 §5.1). A value type with no platform
+/// dependency, shared by the engine, the WebKit adapter and the server.
+public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    public private(set) var fields: [(name: String, value: String)]
+
+    public init() { fields = [] }
+
+    public init(_ fields: [(String, String)]) {
+        self.fields = fields.map { (name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+
+    /// The first value of `name`, compared case-insensitively.
+    public subscript(name: String) -> String? {
+        for field in fields where Self.equalNames(field.name, name) { return field.value }
+        return nil
+    }
+
+    /// Every value of `name`, in order.
+    public func values(_ name: String) -> [String] {
+        fields.filter { Self.equalNames($0.name, name) }.map(\.value)
+    }
+
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    public mutating func add(_ name: String, _ value: String) { fields.append((name, value)) }
+
+    /// Replaces every field called `name` with one.
+    public mutating func set(_ name: String, _ value: String) {
+        remove(name)
+        fields.append((name, value))
+    }
+
+    public mutating func remove(_ name: String) { fields.removeAll { Self.equalNames($0.name, name) } }
+
+    public var count: Int { fields.count }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        lhs.fields.count == rhs.fields.count && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
+
+    /// ASCII case-insensitive comparison without allocating.
+    @inlinable
+    public static func equalNames(_ a: String, _ b: String) -> Bool {
+        var left = a.utf8.makeIterator()
+        var right = b.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case let (x?, y?):
+                if x == y { continue }
+                let lx = x >= 0x41 && x <= 0x5A ? x | 0x20 : x
+                let ly = y >= 0x41 && y <= 0x5A ? y | 0x20 : y
+                if lx != ly { return false }
+            default: return false
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+/// Turns a URL's raw path into a package path, the one way the engine maps URLs to files:
+/// percent-decode exactly once, refuse anything that could leave the package (encoded `/` `\` or NUL, bytes
+/// that are not UTF-8 such as overlong encodings, `.` and `..` segments), then NFC-normalise through
+/// ``SafePath``. Query and fragment are never part of it (``RequestURL`` has already split them off).
+public enum URLPath {
+    /// Why a URL path cannot name a package file.
+    public enum Refusal: Error, Equatable, Sendable {
+        case badPercentEncoding
+        case encodedSeparator
+        case notUTF8
+        case unsafe(SafePathError)
+    }
+
+    /// Decodes a raw path (which starts with `/`) into segments' text, once.
+    public static func decode(_ raw: Substring) throws(Refusal) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(raw.utf8.count)
+        var iterator = raw.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                throw .badPercentEncoding
+            }
+            let decoded = high << 4 | low
+            // An encoded separator or NUL is never a legitimate file name byte: refuse rather than decode it
+            // into a path that the raw URL did not show.
+            if decoded == UInt8(ascii: "/") || decoded == UInt8(ascii: "\\") || decoded == 0 { throw .encodedSeparator }
+            bytes.append(decoded)
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw .notUTF8 }
+        return text
+    }
+
+    /// The package-relative file path for a URL path under `prefix` (which starts and ends with `/`), or nil
+    /// when the URL names the package root (the caller serves the entry).
+    /// - `dir/` maps to `dir/index.html`.
+    public static func filePath(forDecoded decoded: String, under prefix: String) throws(Refusal) -> SafePath? {
+        var relative = Substring(decoded)
+        if relative.hasPrefix(prefix) {
+            relative = relative.dropFirst(prefix.count)
+        } else if decoded + "/" == prefix {
+            return nil
+        } else {
+            throw .unsafe(SafePathError(path: decoded, reason: .absolute))
+        }
+        if relative.isEmpty { return nil }
+        var path = String(relative)
+        if path.hasSuffix("/") { path += "index.html" }
+        do { return try SafePath(normalizing: path) } catch { throw .unsafe(error) }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,231 @@
+import SatchelCore
+
+/// The scheme-handler engine: given a request for `satchel://m.shop.com/app/index.html` or an intercepted
+/// `https://m.shop.com/app/index.html`, finds the package and file that answer it and builds the HTTP
+/// response (MIME type, ETag/304, Range/206/416, HEAD, OPTIONS and CORS, Cache-Control), or returns a miss
+/// for the network.
+///
+/// ```swift
+/// let engine = try ResourceEngine(source: store, configuration: EngineConfiguration())
+/// switch await engine.handle(ResourceRequest(url: "satchel://m.shop.com/index.html")) {
+/// case .response(let response): ...   // send it; `.file` bodies are read in chunks or sent with sendfile
+/// case .miss(let miss): ...           // fetch `miss.upstreamURL` from the network
+/// }
+/// ```
+///
+/// Versions are pinned per launch: the engine serves the versions that were active when it was created
+/// (and pins them in the store so gc keeps them), unless ``ActivationMode/immediate`` is configured.
+/// Thread-safe; `handle` may be called from many tasks at once. A file is never read whole into memory,
+/// except small files that the cache keeps.
+public final class ResourceEngine: Sendable {
+    public let configuration: EngineConfiguration
+    private let source: any PackageSource
+    private let snapshot: Locked<Snapshot>
+    private let cache: SmallFileCache
+
+    /// The packages being served, indexed once per activation.
+    final class Snapshot: Sendable {
+        let token: [Int64]
+        let index: ScopeIndex<PackageEntry>
+        let packages: [ServedPackage]
+        let pin: (any Sendable)?
+
+        init(token: [Int64], packages: [ServedPackage], pin: (any Sendable)?) {
+            self.token = token
+            self.packages = packages
+            self.pin = pin
+            index = ScopeIndex(packages.map { (scope: $0.manifest.scope, value: PackageEntry($0)) })
+        }
+    }
+
+    /// One package with every per-file header value computed once.
+    final class PackageEntry: Sendable {
+        struct File: Sendable {
+            let record: FileRecord
+            let location: String
+            let etag: String
+            let contentType: String
+            let isHTML: Bool
+        }
+
+        let manifest: Manifest
+        let label: String
+        let files: [String: File]
+
+        init(_ package: ServedPackage) {
+            manifest = package.manifest
+            label = "\(package.manifest.id)@\(package.manifest.version)"
+            var files: [String: File] = [:]
+            files.reserveCapacity(package.manifest.files.count)
+            for record in package.manifest.files {
+                let type = MIMETable.isText(record.mime) ? record.mime + "; charset=utf-8" : record.mime
+                files[record.path.value] = File(
+                    record: record, location: package.folder + "/" + record.path.value,
+                    etag: EntityTag.strong(sha256: record.sha256), contentType: type, isHTML: record.mime == "text/html")
+            }
+            self.files = files
+        }
+    }
+
+    public init(source: any PackageSource, configuration: EngineConfiguration = EngineConfiguration()) throws {
+        self.configuration = configuration
+        self.source = source
+        cache = SmallFileCache(maxFileSize: configuration.cacheableFileSize, maxBytes: configuration.cacheBytes)
+        let packages = try source.servedPackages()
+        snapshot = Locked(Snapshot(token: source.changeToken(), packages: packages, pin: try source.pin(packages)))
+    }
+
+    /// The versions served right now.
+    public var servedPackages: [ServedPackage] { snapshot.withLock { $0.packages } }
+
+    /// Reads the active versions again (immediate mode does this by itself when the source changes).
+    public func reload() throws {
+        let token = source.changeToken()
+        let packages = try source.servedPackages()
+        let next = Snapshot(token: token, packages: packages, pin: try source.pin(packages))
+        snapshot.withLock { $0 = next }
+    }
+
+    private func currentSnapshot() -> Snapshot {
+        let current = snapshot.withLock { $0 }
+        guard configuration.activation == .immediate, source.changeToken() != current.token else { return current }
+        // A failed reload keeps serving what was there: better the old version than none.
+        try? reload()
+        return snapshot.withLock { $0 }
+    }
+
+    // MARK: Handling a request
+
+    public func handle(_ request: ResourceRequest) async -> EngineResult {
+        handleSynchronously(request)
+    }
+
+    /// The same as ``handle(_:)`` without the async hop, for callers on a thread of their own.
+    public func handleSynchronously(_ request: ResourceRequest) -> EngineResult {
+        guard let url = RequestURL(request.url) else {
+            return .response(Self.plain(400, "not an absolute URL: \(request.url)"))
+        }
+        let isCustom = configuration.customSchemes.contains(url.scheme)
+        let upstream = isCustom ? configuration.upstreamScheme + request.url.drop { $0 != ":" } : request.url
+        guard isCustom || url.scheme == "https" || url.scheme == "http" else {
+            return .miss(EngineMiss(reason: .scheme, strategy: .networkOnly, upstreamURL: request.url))
+        }
+        let current = currentSnapshot()
+        guard current.index.claims(host: url.host) else {
+            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream))
+        }
+        let decoded: String
+        do { decoded = try URLPath.decode(Substring(url.rawPath)) } catch {
+            return .response(Self.plain(400, "bad URL path \(url.rawPath): \(error)"))
+        }
+        guard let (prefix, package) = current.index.match(host: url.host, path: decoded) else {
+            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream))
+        }
+        let route = package.manifest.route(forPath: decoded)
+        let strategy = route?.strategy ?? .offlineFirst
+        func miss(_ reason: EngineMiss.Reason) -> EngineResult {
+            .miss(EngineMiss(reason: reason, strategy: strategy, timeoutMs: route?.timeoutMs, package: package.label, upstreamURL: upstream))
+        }
+        let method = request.method.uppercased()
+        guard method == "GET" || method == "HEAD" || method == "OPTIONS" else { return miss(.method) }
+        if strategy == .networkOnly || strategy == .networkFirst { return miss(.networkRoute) }
+
+        let path: SafePath?
+        do { path = try URLPath.filePath(forDecoded: decoded, under: prefix) } catch {
+            return .response(Self.plain(400, "bad URL path \(url.rawPath): \(error)"))
+        }
+        var file = path.flatMap { package.files[$0.value] }
+        if path == nil { file = package.files[package.manifest.entry.value] }
+        if file == nil, package.manifest.spaFallback, let path, !path.fileName.contains("."), !url.rawPath.hasSuffix("/") {
+            file = package.files[package.manifest.entry.value]
+        }
+        guard let file else {
+            return strategy == .offlineOnly ? .response(Self.plain(404, "not in package \(package.label): \(decoded)")) : miss(.notInPackage)
+        }
+        if method == "OPTIONS" { return .response(options(request)) }
+        return .response(respond(to: request, method: method, with: file, package: package))
+    }
+
+    /// Builds the response for a file: conditional, range, HEAD.
+    private func respond(to request: ResourceRequest, method: String, with file: PackageEntry.File, package: PackageEntry) -> ResourceResponse {
+        let size = file.record.size
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", file.contentType)
+        headers.add("ETag", file.etag)
+        headers.add("Accept-Ranges", "bytes")
+        headers.add("Cache-Control", file.isHTML ? configuration.cache.html : configuration.cache.other)
+        addCORS(to: &headers, origin: request.headers["Origin"])
+        if configuration.diagnosticHeader { headers.add("X-Satchel-Source", "\(package.label) \(file.record.path)") }
+
+        // RFC 9110 §13.2.2: If-None-Match is evaluated before Range.
+        if let condition = request.headers["If-None-Match"], EntityTag.noneMatchHits(condition, etag: file.etag) {
+            return ResourceResponse(status: 304, headers: headers)
+        }
+        var range: ClosedRange<Int64>?
+        if method == "GET", let value = request.headers["Range"], let parsed = RangeRequest.parse(value) {
+            let honoured = request.headers["If-Range"].map { EntityTag.ifRangeAllowsRange($0, etag: file.etag) } ?? true
+            if honoured {
+                let ranges = parsed.resolve(against: size)
+                if ranges.isEmpty {
+                    headers.add("Content-Range", "bytes */\(size)")
+                    headers.add("Content-Length", "0")
+                    return ResourceResponse(status: 416, headers: headers)
+                }
+                // One range is served as 206; several are answered with the whole body (200), which RFC 9110
+                // allows and which every media element handles.
+                if ranges.count == 1 { range = ranges[0] }
+            }
+        }
+        let offset = range?.lowerBound ?? 0
+        let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
+        let status = range == nil ? 200 : 206
+        if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
+        headers.add("Content-Length", String(length))
+        if method == "HEAD" { return ResourceResponse(status: status, headers: headers) }
+        if let bytes = cache.bytes(at: file.location, size: size) {
+            return ResourceResponse(status: status, headers: headers, body: .bytes(range == nil ? bytes : Array(bytes[Int(offset)..<Int(offset + length)])))
+        }
+        guard let region = FileRegion(path: file.location, offset: offset, length: length) else {
+            return Self.plain(500, "cannot open \(file.record.path) of \(package.label)")
+        }
+        return ResourceResponse(status: status, headers: headers, body: .file(region))
+    }
+
+    /// OPTIONS: a CORS preflight when the request is one, else the allowed methods.
+    private func options(_ request: ResourceRequest) -> ResourceResponse {
+        var headers = HTTPHeaders()
+        headers.add("Allow", "GET, HEAD, OPTIONS")
+        if let origin = request.headers["Origin"], request.headers.contains("Access-Control-Request-Method") {
+            addCORS(to: &headers, origin: origin)
+            if headers.contains("Access-Control-Allow-Origin") {
+                headers.add("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+                if let wanted = request.headers["Access-Control-Request-Headers"] {
+                    headers.add("Access-Control-Allow-Headers", wanted)
+                }
+                headers.add("Access-Control-Max-Age", "600")
+            }
+        }
+        headers.add("Content-Length", "0")
+        return ResourceResponse(status: 204, headers: headers)
+    }
+
+    private func addCORS(to headers: inout HTTPHeaders, origin: String?) {
+        switch configuration.cors {
+        case .none: return
+        case .anyOrigin:
+            headers.add("Access-Control-Allow-Origin", "*")
+        case .origins(let allowed):
+            headers.add("Vary", "Origin")
+            if let origin, allowed.contains(origin) { headers.add("Access-Control-Allow-Origin", origin) }
+        }
+        headers.add("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag")
+    }
+
+    static func plain(_ status: Int, _ message: String) -> ResourceResponse {
+        let body = Array((message + "\n").utf8)
+        return ResourceResponse(
+            status: status,
+            headers: ["Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "Cache-Control": "no-store"],
+            body: .bytes(body))
+    }
+}

@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Keeps small files' bytes in memory after their first read, so hot assets (the 4 KB modules and icons a
+/// page loads again and again) cost no system call. Keys are absolute paths inside version folders, which
+/// never change content, so entries never go stale. Bounded in bytes; the oldest entries go first.
+final class SmallFileCache: Sendable {
+    private struct State {
+        var entries: [String: [UInt8]] = [:]
+        var order: [String] = []
+        var head = 0
+        var bytes = 0
+    }
+
+    private let state = Locked(State())
+    let maxFileSize: Int
+    let maxBytes: Int
+
+    init(maxFileSize: Int, maxBytes: Int) {
+        self.maxFileSize = maxFileSize
+        self.maxBytes = maxBytes
+    }
+
+    /// The file's bytes, from memory or read now; nil when it is too large to cache or cannot be read.
+    func bytes(at path: String, size: Int64) -> [UInt8]? {
+        guard size <= Int64(maxFileSize), maxBytes > 0 else { return nil }
+        if let cached = state.withLock({ $0.entries[path] }) { return cached }
+        guard let bytes = Self.read(path, size: Int(size)) else { return nil }
+        state.withLock { state in
+            guard state.entries[path] == nil else { return }
+            while state.bytes + bytes.count > maxBytes, state.head < state.order.count {
+                let oldest = state.order[state.head]
+                state.head += 1
+                state.bytes -= state.entries.removeValue(forKey: oldest)?.count ?? 0
+            }
+            if state.head > 1024, state.head * 2 > state.order.count {
+                state.order.removeFirst(state.head)
+                state.head = 0
+            }
+            if state.bytes + bytes.count <= maxBytes {
+                state.entries[path] = bytes
+                state.order.append(path)
+                state.bytes += bytes.count
+            }
+        }
+        return bytes
+    }
+
+    private static func read(_ path: String, size: Int) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        while done < size {
+            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, size - done, off_t(done)) }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { return nil }
+            done += got
+        }
+        return bytes
+    }
+}
