@@ -72,6 +72,7 @@ let package = Package(
         .testTarget(
             name: "SatchelStoreTests",
             dependencies: ["SatchelStore", "SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelEngineTests", dependencies: ["SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

@@ -72,3 +72,11 @@ public func run(_ tool: String, _ arguments: [String]) throws -> String {
     guard outcome.status == 0 else { throw ToolFailed(tool: tool, outcome: outcome) }
     return outcome.stdout
 }
+
+/// The async form of ``withTemporaryFolder(_:)``.
+public func withTemporaryFolder<T>(_ body: (String) async throws -> T) async throws -> T {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-test-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try await body(path)
+}
