@@ -72,7 +72,11 @@ let package = Package(
         .testTarget(
             name: "SatchelStoreTests",
             dependencies: ["SatchelStore", "SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
-        .testTarget(name: "SatchelEngineTests", dependencies: ["SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
+        // A child process for the engine's memory test (peak RSS must be measured in a fresh process).
+        .executableTarget(name: "SatchelEngineProbe", dependencies: ["SatchelEngine", "SatchelCore"], path: "Tests/SatchelEngineProbe"),
+        .testTarget(
+            name: "SatchelEngineTests",
+            dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

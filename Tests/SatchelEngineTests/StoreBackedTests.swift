@@ -1,0 +1,77 @@
+import Foundation
+import SatchelBundle
+import SatchelCore
+@testable import SatchelEngine
+import SatchelStore
+import SatchelTestSupport
+import Testing
+
+@Suite("The engine over a real store")
+struct StoreBackedTests {
+    /// Packs a package whose `video.mp4` holds `payload`, and returns the bundle.
+    func bundle(_ folder: String, version: String, payload: [UInt8]) throws -> String {
+        let source = folder + "/src-\(version)"
+        try makeTree(source, ["index.html": "v\(version)"])
+        try Data(payload).write(to: URL(fileURLWithPath: source + "/video.mp4"))
+        let options = PackOptions(id: try PackageID("shop"), version: try SemanticVersion(version), scope: try Scope(hosts: [HostPattern("m.shop.com")]))
+        return try Packer.pack(source: source, options: options, outputFolder: folder + "/out").bundle
+    }
+
+    @Test("an activation and a gc during an in-flight 100 MB response: it completes byte-exact")
+    func inFlight() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let first = Array(try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 100 << 20))
+            let store = try PackageStore(root: folder + "/store")
+            _ = try store.install(bundle: bundle(folder, version: "1.0.0", payload: first))
+            try store.confirm(try PackageID("shop"))
+            let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
+            let response = try #require(await engine.get("satchel://m.shop.com/video.mp4").response)
+            guard case .file(let region) = response.body else { Issue.record("expected a file region"); return }
+            var received: [UInt8] = []
+            received.reserveCapacity(first.count)
+            var iterator = region.chunks().makeAsyncIterator()
+            while received.count < first.count / 2, let chunk = try await iterator.next() { received += chunk }
+
+            // Mid-response: a new version is installed, activated and confirmed, the engine moves to it,
+            // and gc deletes the old version's folder.
+            _ = try store.install(bundle: bundle(folder, version: "2.0.0", payload: Array(first.prefix(1000))))
+            try store.confirm(try PackageID("shop"))
+            #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v2.0.0".utf8))
+            #expect(try store.collectGarbage() == ["shop@1.0.0"])
+            #expect(!FileManager.default.fileExists(atPath: store.layout.version(try PackageID("shop"), try SemanticVersion("1.0.0"))))
+
+            while let chunk = try await iterator.next() { received += chunk }
+            #expect(received.count == first.count)
+            // memcmp: an element-wise == over 100 MB is slow in a debug build.
+            #expect(received.withUnsafeBytes { r in first.withUnsafeBytes { f in memcmp(r.baseAddress!, f.baseAddress!, f.count) } } == 0)
+        }
+    }
+
+    @Test("a pinned engine keeps its versions safe from gc until it goes away")
+    func pins() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let store = try PackageStore(root: folder + "/store")
+            _ = try store.install(bundle: bundle(folder, version: "1.0.0", payload: [1, 2, 3]))
+            try store.confirm(try PackageID("shop"))
+            var engine: ResourceEngine? = try ResourceEngine(source: store)
+            _ = try store.install(bundle: bundle(folder, version: "2.0.0", payload: [4, 5, 6]))
+            try store.confirm(try PackageID("shop"))
+            #expect(try store.collectGarbage().isEmpty)
+            #expect(try await engine?.get("satchel://m.shop.com/video.mp4").response?.body.collect() == [1, 2, 3])
+            engine = nil
+            #expect(try store.collectGarbage() == ["shop@1.0.0"])
+        }
+    }
+
+    @Test("the bounded memory probe: 1,000 random ranges over a 1 GiB sparse file in a child process")
+    func memory() throws {
+        let probe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("SatchelEngineProbe").path
+        let outcome = try runProcess(probe, [])
+        try #require(outcome.status == 0, "\(outcome.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as! [String: Any]
+        let growth = try #require(report["peakGrowthBytes"] as? Int)
+        #expect(report["ranges"] as? Int == 1000)
+        #expect((report["bytesServed"] as? Int ?? 0) > 100 << 20)
+        #expect(growth < 32 << 20, "peak RSS grew by \(growth) bytes")
+    }
+}
