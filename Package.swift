@@ -64,6 +64,8 @@ let package = Package(
         ),
         // Scratch folders and process helpers shared by the test targets.
         .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport"),
+        // Benchmarks that must link the library in a release build (tools/bench-engine).
+        .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelCore"]),
         .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
         .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelTestSupport"]),
         .testTarget(

@@ -59,29 +59,45 @@ public struct ScopeIndex<Value: Sendable>: Sendable {
         for key in wildcard.keys { wildcard[key]!.sort { $0.prefix.utf8.count > $1.prefix.utf8.count } }
     }
 
-    /// Whether any package claims `host` (lower-case, no port).
-    public func claims(host: String) -> Bool { candidates(host: host) != nil }
+    /// The packages that claim a host, looked up once; nil when none does.
+    public struct Candidates: Sendable {
+        let exact: [(prefix: String, value: Value)]?
+        let wildcard: [(prefix: String, value: Value)]?
 
-    /// The package for a decoded absolute path, with the prefix it matched. A path equal to a prefix without
-    /// its trailing slash (`/app` for `/app/`) matches too.
-    public func match(host: String, path: String) -> (prefix: String, value: Value)? {
-        guard let lists = candidates(host: host) else { return nil }
-        var best: (prefix: String, value: Value)?
-        for list in lists {
-            for item in list where path.hasPrefix(item.prefix) || path + "/" == item.prefix {
-                if best == nil || item.prefix.utf8.count > best!.prefix.utf8.count { best = item }
-                break
-            }
+        /// The package for a decoded absolute path, with the prefix it matched. A path equal to a prefix
+        /// without its trailing slash (`/app` for `/app/`) matches too.
+        public func match(path: String) -> (prefix: String, value: Value)? {
+            let fromExact = exact.flatMap { ScopeIndex.first(in: $0, path: path) }
+            guard let fromWildcard = wildcard.flatMap({ ScopeIndex.first(in: $0, path: path) }) else { return fromExact }
+            guard let fromExact else { return fromWildcard }
+            return fromWildcard.prefix.utf8.count > fromExact.prefix.utf8.count ? fromWildcard : fromExact
         }
-        return best
     }
 
-    private func candidates(host: String) -> [[(prefix: String, value: Value)]]? {
-        var lists: [[(prefix: String, value: Value)]] = []
-        if let list = exact[host] { lists.append(list) }
-        if !wildcard.isEmpty, let dot = host.firstIndex(of: "."), let list = wildcard[String(host[host.index(after: dot)...])] {
-            lists.append(list)
+    /// The packages claiming `host` (lower-case, no port), or nil.
+    public func candidates(host: String) -> Candidates? {
+        let exactList = exact[host]
+        let wildcardList = wildcardList(host)
+        return exactList == nil && wildcardList == nil ? nil : Candidates(exact: exactList, wildcard: wildcardList)
+    }
+
+    /// Whether any package claims `host`.
+    public func claims(host: String) -> Bool { candidates(host: host) != nil }
+
+    public func match(host: String, path: String) -> (prefix: String, value: Value)? {
+        candidates(host: host)?.match(path: path)
+    }
+
+    /// The first (longest) prefix of a list sorted longest first that matches `path`.
+    private static func first(in list: [(prefix: String, value: Value)], path: String) -> (prefix: String, value: Value)? {
+        for item in list where path.hasPrefix(item.prefix) || (path.utf8.count + 1 == item.prefix.utf8.count && path + "/" == item.prefix) {
+            return item
         }
-        return lists.isEmpty ? nil : lists
+        return nil
+    }
+
+    private func wildcardList(_ host: String) -> [(prefix: String, value: Value)]? {
+        guard !wildcard.isEmpty, let dot = host.firstIndex(of: ".") else { return nil }
+        return wildcard[String(host[host.index(after: dot)...])]
     }
 }

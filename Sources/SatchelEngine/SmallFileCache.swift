@@ -5,12 +5,12 @@ import Darwin
 #endif
 
 /// Keeps small files' bytes in memory after their first read, so hot assets (the 4 KB modules and icons a
-/// page loads again and again) cost no system call. Keys are absolute paths inside version folders, which
-/// never change content, so entries never go stale. Bounded in bytes; the oldest entries go first.
+/// page loads again and again) cost no system call. Keys stand for files inside version folders, which never
+/// change content, so entries never go stale. Bounded in bytes; the oldest entries go first.
 final class SmallFileCache: Sendable {
     private struct State {
-        var entries: [String: [UInt8]] = [:]
-        var order: [String] = []
+        var entries: [Int: [UInt8]] = [:]
+        var order: [Int] = []
         var head = 0
         var bytes = 0
     }
@@ -25,12 +25,12 @@ final class SmallFileCache: Sendable {
     }
 
     /// The file's bytes, from memory or read now; nil when it is too large to cache or cannot be read.
-    func bytes(at path: String, size: Int64) -> [UInt8]? {
+    func bytes(for key: Int, at path: String, size: Int64) -> [UInt8]? {
         guard size <= Int64(maxFileSize), maxBytes > 0 else { return nil }
-        if let cached = state.withLock({ $0.entries[path] }) { return cached }
+        if let cached = state.withLock({ $0.entries[key] }) { return cached }
         guard let bytes = Self.read(path, size: Int(size)) else { return nil }
         state.withLock { state in
-            guard state.entries[path] == nil else { return }
+            guard state.entries[key] == nil else { return }
             while state.bytes + bytes.count > maxBytes, state.head < state.order.count {
                 let oldest = state.order[state.head]
                 state.head += 1
@@ -41,8 +41,8 @@ final class SmallFileCache: Sendable {
                 state.head = 0
             }
             if state.bytes + bytes.count <= maxBytes {
-                state.entries[path] = bytes
-                state.order.append(path)
+                state.entries[key] = bytes
+                state.order.append(key)
                 state.bytes += bytes.count
             }
         }

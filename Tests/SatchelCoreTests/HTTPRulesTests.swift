@@ -163,7 +163,7 @@ struct URLPathTests {
 
     @Test("traversal and encoding variants map to a safe package path or are refused", arguments: variants)
     func variant(_ raw: String, _ expected: String?) {
-        let result = try? URLPath.filePath(forDecoded: URLPath.decode(Substring(raw)), under: "/")
+        let result = try? URLPath.filePath(forDecoded: URLPath.decode(raw), under: "/")
         #expect(result?.value == expected, "\(raw)")
         if expected == nil { #expect(result == nil, "\(raw) must be refused") }
     }

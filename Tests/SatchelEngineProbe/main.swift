@@ -24,11 +24,11 @@ try FileManager.default.createDirectory(atPath: folder, withIntermediateDirector
 defer { try? FileManager.default.removeItem(atPath: folder) }
 let size: Int64 = 1 << 30
 let path = folder + "/movie.mp4"
-FileManager.default.createFile(atPath: path, contents: nil)
+_ = FileManager.default.createFile(atPath: path, contents: nil)
 let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
 try handle.truncate(atOffset: UInt64(size))  // sparse: no disk blocks
 try handle.close()
-FileManager.default.createFile(atPath: folder + "/index.html", contents: Data("x".utf8))
+_ = FileManager.default.createFile(atPath: folder + "/index.html", contents: Data("x".utf8))
 
 let manifest = try Manifest(
     id: PackageID("probe"), version: SemanticVersion("1.0.0"), createdAt: Timestamp(secondsSinceEpoch: 0),

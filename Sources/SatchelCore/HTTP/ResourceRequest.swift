@@ -31,44 +31,52 @@ public struct RequestURL: Sendable, Equatable {
     public var query: String?
 
     public init?(_ text: String) {
-        var rest = Substring(text)
-        guard let colon = rest.firstIndex(of: ":") else { return nil }
-        let scheme = rest[..<colon]
-        guard !scheme.isEmpty, scheme.utf8.allSatisfy({ Self.isSchemeByte($0) }) else { return nil }
-        rest = rest[rest.index(after: colon)...]
-        guard rest.hasPrefix("//") else { return nil }
-        rest = rest.dropFirst(2)
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        // Works on the UTF-8 view throughout: Character-based scanning (grapheme breaking) costs more than
+        // the rest of a cached request put together.
+        let utf8 = text.utf8
+        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")), colon != utf8.startIndex,
+            utf8[..<colon].allSatisfy(Self.isSchemeByte)
+        else { return nil }
+        var cursor = utf8.index(after: colon)
+        guard utf8[cursor...].starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) else { return nil }
+        cursor = utf8.index(cursor, offsetBy: 2)
+        let authorityEnd = utf8[cursor...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? utf8.endIndex
+        var hostStart = cursor
+        if let at = utf8[cursor..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = utf8.index(after: at) }
+        var hostEnd = authorityEnd
         var port: Int?
-        if authority.hasPrefix("[") {
+        if hostStart < authorityEnd, utf8[hostStart] == UInt8(ascii: "[") {
             // IPv6 literal: keep the brackets as the host.
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") { port = Int(after.dropFirst()) }
-            authority = authority[...close]
-        } else if let portColon = authority.lastIndex(of: ":") {
-            let digits = authority[authority.index(after: portColon)...]
+            guard let close = utf8[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            hostEnd = utf8.index(after: close)
+            if hostEnd < authorityEnd, utf8[hostEnd] == UInt8(ascii: ":") {
+                port = Int(Substring(utf8[utf8.index(after: hostEnd)..<authorityEnd]))
+            }
+        } else if let portColon = utf8[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
+            let digits = utf8[utf8.index(after: portColon)..<authorityEnd]
             if !digits.isEmpty {
-                guard let value = Int(digits), (0...65535).contains(value) else { return nil }
+                guard let value = Int(Substring(digits)), (0...65535).contains(value) else { return nil }
                 port = value
             }
-            authority = authority[..<portColon]
+            hostEnd = portColon
         }
-        guard !authority.isEmpty else { return nil }
-        rest = rest[authorityEnd...]
-        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        guard hostStart < hostEnd else { return nil }
+        var pathEnd = utf8[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? utf8.endIndex
         var query: Substring?
-        if let question = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: question)...]
-            rest = rest[..<question]
+        if let question = utf8[authorityEnd..<pathEnd].firstIndex(of: UInt8(ascii: "?")) {
+            query = Substring(utf8[utf8.index(after: question)..<pathEnd])
+            pathEnd = question
         }
-        self.scheme = scheme.lowercased()
-        self.host = authority.lowercased()
+        self.scheme = Self.lowercasedASCII(Substring(utf8[..<colon]))
+        self.host = Self.lowercasedASCII(Substring(utf8[hostStart..<hostEnd]))
         self.port = port
-        self.rawPath = rest.isEmpty ? "/" : String(rest)
+        self.rawPath = authorityEnd == pathEnd ? "/" : String(Substring(utf8[authorityEnd..<pathEnd]))
         self.query = query.map(String.init)
+    }
+
+    /// Lower-cases only when there is an upper-case letter: hosts almost never have one.
+    private static func lowercasedASCII(_ text: Substring) -> String {
+        text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? text.lowercased() : String(text)
     }
 
     private static func isSchemeByte(_ byte: UInt8) -> Bool {

@@ -12,7 +12,8 @@ public enum URLPath {
     }
 
     /// Decodes a raw path (which starts with `/`) into segments' text, once.
-    public static func decode(_ raw: Substring) throws(Refusal) -> String {
+    public static func decode(_ raw: String) throws(Refusal) -> String {
+        if !raw.utf8.contains(UInt8(ascii: "%")) { return raw }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(raw.utf8.count)
         var iterator = raw.utf8.makeIterator()
@@ -39,8 +40,8 @@ public enum URLPath {
     /// - `dir/` maps to `dir/index.html`.
     public static func filePath(forDecoded decoded: String, under prefix: String) throws(Refusal) -> SafePath? {
         var relative = Substring(decoded)
-        if relative.hasPrefix(prefix) {
-            relative = relative.dropFirst(prefix.count)
+        if decoded.utf8.starts(with: prefix.utf8) {
+            relative = Substring(decoded.utf8.dropFirst(prefix.utf8.count))
         } else if decoded + "/" == prefix {
             return nil
         } else {
@@ -48,7 +49,7 @@ public enum URLPath {
         }
         if relative.isEmpty { return nil }
         var path = String(relative)
-        if path.hasSuffix("/") { path += "index.html" }
+        if path.utf8.last == UInt8(ascii: "/") { path += "index.html" }
         do { return try SafePath(normalizing: path) } catch { throw .unsafe(error) }
     }
 
