@@ -88,3 +88,30 @@ extension FileHandle {
         return data
     }
 }
+
+@Suite("satchel resolve")
+struct ResolveTests {
+    @Test("prints the package, version, file, status and headers the engine would send, or the miss")
+    func resolve() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            _ = try CLI.run(["pack", folder + "/src", "--id", "shop", "--version", "1.0.0", "--host", "m.shop.example", "--prefix", "/app/", "--route", "/app/api/=network-first:900", "--output", folder + "/out", "--quiet"])
+            #expect(try CLI.run(["install", folder + "/out/shop-1.0.0.zip", "--store", folder + "/store"]).status == 0)
+            let hit = try CLI.run(["resolve", "satchel://m.shop.example/app/app.js?v=2", "--store", folder + "/store", "--header", "Range: bytes=-4", "--json"])
+            #expect(hit.status == 0, "\(hit.stderr)")
+            let report = try JSONSerialization.jsonObject(with: Data(hit.stdout.utf8)) as! [String: Any]
+            #expect(report["package"] as? String == "shop@1.0.0")
+            #expect(report["file"] as? String == "app.js")
+            #expect(report["status"] as? Int == 206)
+            let headers = Dictionary(uniqueKeysWithValues: (report["headers"] as! [[String]]).map { ($0[0], $0[1]) })
+            #expect(headers["Content-Range"] == "bytes 10-13/14")
+            #expect(headers["Content-Type"] == "text/javascript; charset=utf-8")
+            let text = try CLI.run(["resolve", "https://m.shop.example/app", "--store", folder + "/store"])
+            #expect(text.stdout.hasPrefix("shop@1.0.0 index.html\n200\n"))
+            let miss = try CLI.run(["resolve", "satchel://m.shop.example/app/api/cart", "--store", folder + "/store"])
+            #expect(miss.stdout.hasPrefix("miss (networkRoute): strategy network-first; the network would be asked for https://m.shop.example/app/api/cart"))
+            let traversal = try CLI.run(["resolve", "satchel://m.shop.example/app/%2e%2e/secret", "--store", folder + "/store", "--json"])
+            #expect((try JSONSerialization.jsonObject(with: Data(traversal.stdout.utf8)) as! [String: Any])["status"] as? Int == 400)
+        }
+    }
+}
