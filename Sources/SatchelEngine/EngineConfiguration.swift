@@ -46,11 +46,13 @@ public struct EngineConfiguration: Sendable {
     public var cacheableFileSize: Int
     /// Memory the small-file cache may use.
     public var cacheBytes: Int
+    /// Where hooks put lost request bodies; nil turns body restoration off.
+    public var bodyChannels: BodyChannels?
 
     public init(
         customSchemes: Set<String> = ["satchel"], upstreamScheme: String = "https", cors: CORSPolicy = .none,
         cache: CachePolicy = CachePolicy(), diagnosticHeader: Bool = false, activation: ActivationMode = .pinnedAtLaunch,
-        cacheableFileSize: Int = 64 << 10, cacheBytes: Int = 64 << 20
+        cacheableFileSize: Int = 64 << 10, cacheBytes: Int = 64 << 20, bodyChannels: BodyChannels? = BodyChannels()
     ) {
         self.customSchemes = Set(customSchemes.map { $0.lowercased() })
         self.upstreamScheme = upstreamScheme
@@ -60,5 +62,6 @@ public struct EngineConfiguration: Sendable {
         self.activation = activation
         self.cacheableFileSize = cacheableFileSize
         self.cacheBytes = cacheBytes
+        self.bodyChannels = bodyChannels
     }
 }

@@ -40,4 +40,21 @@ public struct EngineMiss: Sendable, Equatable {
     public var package: String?
     /// The URL to fetch: a custom scheme replaced by the upstream scheme.
     public var upstreamURL: String
+    /// The request to forward: its body restored and every satchel header and parameter removed.
+    public var request: ResourceRequest
+    /// Which channel restored the body, if any.
+    public var bodyChannel: BodyChannel
+
+    public init(
+        reason: Reason, strategy: Strategy, timeoutMs: Int? = nil, package: String? = nil, upstreamURL: String,
+        request: ResourceRequest, bodyChannel: BodyChannel = .none
+    ) {
+        self.reason = reason
+        self.strategy = strategy
+        self.timeoutMs = timeoutMs
+        self.package = package
+        self.upstreamURL = upstreamURL
+        self.request = request
+        self.bodyChannel = bodyChannel
+    }
 }

@@ -22,6 +22,9 @@ public final class ResourceEngine: Sendable {
     private let source: any PackageSource
     private let snapshot: Locked<Snapshot>
     private let cache: SmallFileCache
+    /// Bodies pages hand over for the body-store channel (the WebKit adapter's message handler and the
+    /// server's `POST /_satchel/bodies/<id>` put them here).
+    public let bodyStore: BodyStore
 
     /// The packages being served, indexed once per activation.
     final class Snapshot: Sendable {
@@ -79,8 +82,9 @@ public final class ResourceEngine: Sendable {
         }
     }
 
-    public init(source: any PackageSource, configuration: EngineConfiguration = EngineConfiguration()) throws {
+    public init(source: any PackageSource, configuration: EngineConfiguration = EngineConfiguration(), bodyStore: BodyStore = BodyStore()) throws {
         self.configuration = configuration
+        self.bodyStore = bodyStore
         self.source = source
         cache = SmallFileCache(maxFileSize: configuration.cacheableFileSize, maxBytes: configuration.cacheBytes)
         let packages = try source.servedPackages()
@@ -113,7 +117,19 @@ public final class ResourceEngine: Sendable {
     }
 
     /// The same as ``handle(_:)`` without the async hop, for callers on a thread of their own.
-    public func handleSynchronously(_ request: ResourceRequest) -> EngineResult {
+    public func handleSynchronously(_ incoming: ResourceRequest) -> EngineResult {
+        // Body restoration comes first, before routing: the restored request is what a miss forwards.
+        var request = incoming
+        var channel = BodyChannel.none
+        if let channels = configuration.bodyChannels, Self.mayCarryRestoredBody(incoming, channels) {
+            do {
+                (request, channel) = try BodyRestorer(channels: channels).restore(incoming) { bodyStore.take($0) }
+            } catch {
+                var response = Self.plain(error.status, error.description)
+                response.headers.add("X-Satchel-Error", error.description)
+                return .response(response)
+            }
+        }
         guard let url = RequestURL(request.url) else {
             return .response(Self.plain(400, "not an absolute URL: \(request.url)"))
         }
@@ -121,23 +137,25 @@ public final class ResourceEngine: Sendable {
         // Built only for misses: string concatenation on every hit shows up in the benchmark.
         var upstream: String { isCustom ? configuration.upstreamScheme + request.url.drop { $0 != ":" } : request.url }
         guard isCustom || url.scheme == "https" || url.scheme == "http" else {
-            return .miss(EngineMiss(reason: .scheme, strategy: .networkOnly, upstreamURL: request.url))
+            return .miss(EngineMiss(reason: .scheme, strategy: .networkOnly, upstreamURL: request.url, request: request, bodyChannel: channel))
         }
         let current = currentSnapshot()
         guard let candidates = current.index.candidates(host: url.host) else {
-            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream))
+            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream, request: request, bodyChannel: channel))
         }
         let decoded: String
         do { decoded = try URLPath.decode(url.rawPath) } catch {
             return .response(Self.plain(400, "bad URL path \(url.rawPath): \(error)"))
         }
         guard let (prefix, package) = candidates.match(path: decoded) else {
-            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream))
+            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream, request: request, bodyChannel: channel))
         }
         let route = package.manifest.route(forPath: decoded)
         let strategy = route?.strategy ?? .offlineFirst
         func miss(_ reason: EngineMiss.Reason) -> EngineResult {
-            .miss(EngineMiss(reason: reason, strategy: strategy, timeoutMs: route?.timeoutMs, package: package.label, upstreamURL: upstream))
+            .miss(EngineMiss(
+                reason: reason, strategy: strategy, timeoutMs: route?.timeoutMs, package: package.label, upstreamURL: upstream,
+                request: request, bodyChannel: channel))
         }
         let method = request.method == "GET" ? "GET" : request.method.uppercased()
         guard method == "GET" || method == "HEAD" || method == "OPTIONS" else { return miss(.method) }
@@ -157,6 +175,12 @@ public final class ResourceEngine: Sendable {
         }
         if method == "OPTIONS" { return .response(options(request)) }
         return .response(respond(to: request, method: method, with: file, package: package))
+    }
+
+    /// Cheap test for the hot path: only a request with a satchel header or parameter needs the restorer.
+    static func mayCarryRestoredBody(_ request: ResourceRequest, _ channels: BodyChannels) -> Bool {
+        if request.url.contains("?"), request.url.contains(channels.queryParameter) || request.url.contains(channels.bodyIDParameter) { return true }
+        return request.headers.contains { field in channels.allHeaders.contains { HTTPHeaders.equalNames($0, field.name) } }
     }
 
     /// Builds the response for a file: conditional, range, HEAD.

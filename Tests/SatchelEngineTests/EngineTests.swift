@@ -76,7 +76,9 @@ struct EngineTests {
                 routes: [Route(prefix: "/static/", strategy: .offlineOnly), Route(prefix: "/api/", strategy: .networkFirst, timeoutMs: 1500), Route(prefix: "/live/", strategy: .networkOnly)])])
             #expect(await engine.get("satchel://m.shop.com/static/gone.png").response?.status == 404)
             let api = try #require(await engine.get("satchel://m.shop.com/api/cached.json").miss)
-            #expect(api == EngineMiss(reason: .networkRoute, strategy: .networkFirst, timeoutMs: 1500, package: "shop@1.0.0", upstreamURL: "https://m.shop.com/api/cached.json"))
+            #expect(api == EngineMiss(
+                reason: .networkRoute, strategy: .networkFirst, timeoutMs: 1500, package: "shop@1.0.0", upstreamURL: "https://m.shop.com/api/cached.json",
+                request: ResourceRequest(url: "satchel://m.shop.com/api/cached.json")))
             #expect(await engine.get("satchel://m.shop.com/live/x").miss?.strategy == .networkOnly)
             #expect(await engine.get("satchel://m.shop.com/index.html", method: "POST").miss?.reason == .method)
             #expect(await engine.get("satchel://m.shop.com/index.html", method: "DELETE").miss?.reason == .method)

@@ -1,0 +1,234 @@
+import Foundation
+
+/// The names the page's hook and the native side agree on to carry a request body that WebKit drops when it
+/// hands an intercepted request to native code (seed 004, §2.3.2, and DESIGN.md's body restoration).
+public struct BodyChannels: Sendable, Equatable {
+    /// Header channel: the body, percent-encoded as `encodeURIComponent` does (or base64, see
+    /// ``encodingHeader``). The first name is the one the hook sends; the rest are also accepted.
+    public var headerNames: [String]
+    /// `base64` for binary bodies; absent or `uri` for `encodeURIComponent` text.
+    public var encodingHeader: String
+    /// The original method (the page may have sent PUT or PATCH); POST when absent.
+    public var methodHeader: String
+    /// The original Content-Type, which the header channel cannot keep in the request's own header (WebKit
+    /// keeps that header, but the seed's hook does not set it; ours sends it here).
+    public var contentTypeHeader: String
+    /// Form-to-query channel: the parameter that carries an `application/x-www-form-urlencoded` body,
+    /// percent-encoded once more.
+    public var queryParameter: String
+    /// Body-store channel: the id of a body the page handed over separately, in a header…
+    public var bodyIDHeader: String
+    /// …or, for form submissions, in a query parameter.
+    public var bodyIDParameter: String
+    /// The most header-channel bytes accepted (encoded). Larger bodies must use the body store.
+    public var maxHeaderValueBytes: Int
+
+    public init(
+        headerNames: [String] = ["X-Satchel-Body", "BODY"], encodingHeader: String = "X-Satchel-Body-Encoding",
+        methodHeader: String = "X-Satchel-Method", contentTypeHeader: String = "X-Satchel-Content-Type",
+        queryParameter: String = "POST_DATA", bodyIDHeader: String = "X-Satchel-Body-Id",
+        bodyIDParameter: String = "SATCHEL_BODY_ID", maxHeaderValueBytes: Int = 16 << 10
+    ) {
+        self.headerNames = headerNames
+        self.encodingHeader = encodingHeader
+        self.methodHeader = methodHeader
+        self.contentTypeHeader = contentTypeHeader
+        self.queryParameter = queryParameter
+        self.bodyIDHeader = bodyIDHeader
+        self.bodyIDParameter = bodyIDParameter
+        self.maxHeaderValueBytes = maxHeaderValueBytes
+    }
+
+    /// Every header a satchel hook may add; all are removed before a request is forwarded.
+    public var allHeaders: [String] { headerNames + [encodingHeader, methodHeader, contentTypeHeader, bodyIDHeader] }
+}
+
+/// Which channel restored a body.
+public enum BodyChannel: String, Sendable, Equatable, Codable {
+    case none
+    case header
+    case formQuery = "form-query"
+    case bodyStore = "body-store"
+}
+
+/// A body the page handed to native code before sending the request that refers to it.
+public struct StoredBody: Sendable, Equatable {
+    public var bytes: [UInt8]
+    public var contentType: String?
+    public var method: String?
+
+    public init(bytes: [UInt8], contentType: String? = nil, method: String? = nil) {
+        self.bytes = bytes
+        self.contentType = contentType
+        self.method = method
+    }
+}
+
+/// Why a body could not be restored. Strict by design: a request that claims a body is never forwarded
+/// without it.
+public enum BodyRestorationError: Error, Equatable, Sendable, CustomStringConvertible {
+    case malformedEncoding(channel: BodyChannel, reason: String)
+    case bodyLost(channel: BodyChannel, id: String)
+    case tooLarge(channel: BodyChannel, bytes: Int, limit: Int)
+    case conflictingChannels([BodyChannel])
+
+    /// 400 for a malformed or lost body, 413 for one over a limit.
+    public var status: Int {
+        if case .tooLarge = self { return 413 }
+        return 400
+    }
+
+    public var description: String {
+        switch self {
+        case .malformedEncoding(let channel, let reason): "malformed body encoding in the \(channel.rawValue) channel: \(reason)"
+        case .bodyLost(let channel, let id): "body lost: the \(channel.rawValue) channel names body \(id.debugDescription), which is not (or no longer) stored"
+        case .tooLarge(let channel, let bytes, let limit): "body too large for the \(channel.rawValue) channel: \(bytes) bytes, limit \(limit); use the body store"
+        case .conflictingChannels(let channels): "one request claims a body through several channels: \(channels.map(\.rawValue).joined(separator: ", "))"
+        }
+    }
+}
+
+/// Restores the body of an intercepted request from whichever channel the hook used, and removes every
+/// satchel header and parameter, so the request forwarded to the network is the one the page meant to send.
+/// Pure: the body store is reached through the `takeStoredBody` closure.
+public struct BodyRestorer: Sendable {
+    public var channels: BodyChannels
+
+    public init(channels: BodyChannels = BodyChannels()) { self.channels = channels }
+
+    public func restore(
+        _ request: ResourceRequest, takeStoredBody: (String) -> StoredBody?
+    ) throws(BodyRestorationError) -> (request: ResourceRequest, channel: BodyChannel) {
+        var result = request
+        let url = RequestURL(request.url)
+        var query = url?.query.map(QueryString.init) ?? QueryString("")
+        let headerName = channels.headerNames.first { request.headers.contains($0) }
+        let formValues = query.values(channels.queryParameter)
+        let idFromHeader = request.headers[channels.bodyIDHeader]
+        let idFromQuery = query.values(channels.bodyIDParameter)
+
+        var claimed: [BodyChannel] = []
+        if headerName != nil { claimed.append(.header) }
+        if !formValues.isEmpty { claimed.append(.formQuery) }
+        if idFromHeader != nil || !idFromQuery.isEmpty { claimed.append(.bodyStore) }
+        guard claimed.count <= 1 else { throw .conflictingChannels(claimed) }
+        guard let channel = claimed.first else { return (request, .none) }
+
+        let originalMethod = request.headers[channels.methodHeader]
+        let originalType = request.headers[channels.contentTypeHeader]
+        for name in channels.allHeaders { result.headers.remove(name) }
+
+        switch channel {
+        case .header:
+            let value = request.headers[headerName!]!
+            guard value.utf8.count <= channels.maxHeaderValueBytes else {
+                throw .tooLarge(channel: .header, bytes: value.utf8.count, limit: channels.maxHeaderValueBytes)
+            }
+            let encoding = request.headers[channels.encodingHeader]?.lowercased() ?? "uri"
+            switch encoding {
+            case "base64":
+                guard let data = Data(base64Encoded: value) else { throw .malformedEncoding(channel: .header, reason: "not base64") }
+                result.body = Array(data)
+            case "uri":
+                result.body = try Self.percentDecode(Substring(value), channel: .header, requireUTF8: true)
+            default:
+                throw .malformedEncoding(channel: .header, reason: "unknown encoding \(encoding.debugDescription)")
+            }
+            result.method = originalMethod ?? Self.restoredMethod(request.method)
+            if let originalType { result.headers.set("Content-Type", originalType) }
+        case .formQuery:
+            guard formValues.count == 1 else { throw .malformedEncoding(channel: .formQuery, reason: "\(channels.queryParameter) appears \(formValues.count) times") }
+            result.body = try Self.percentDecode(formValues[0], channel: .formQuery, requireUTF8: true)
+            query.remove(channels.queryParameter)
+            result.url = Self.replacingQuery(of: request.url, with: query)
+            result.method = "POST"
+            result.headers.set("Content-Type", "application/x-www-form-urlencoded")
+        case .bodyStore:
+            let ids = (idFromHeader.map { [$0] } ?? []) + idFromQuery.map { String($0) }
+            guard Set(ids).count == 1, let id = ids.first else {
+                throw .malformedEncoding(channel: .bodyStore, reason: "several body ids")
+            }
+            guard let stored = takeStoredBody(id) else { throw .bodyLost(channel: .bodyStore, id: id) }
+            result.body = stored.bytes
+            result.method = originalMethod ?? stored.method ?? Self.restoredMethod(request.method)
+            if let type = originalType ?? stored.contentType { result.headers.set("Content-Type", type) }
+            if !idFromQuery.isEmpty {
+                query.remove(channels.bodyIDParameter)
+                result.url = Self.replacingQuery(of: request.url, with: query)
+            }
+        case .none:
+            break
+        }
+        result.headers.set("Content-Length", String(result.body?.count ?? 0))
+        return (result, channel)
+    }
+
+    /// WebKit keeps the method of an intercepted POST; a hook that had to turn it into a GET (forms) is
+    /// restored to POST.
+    static func restoredMethod(_ method: String) -> String {
+        let upper = method.uppercased()
+        return upper == "GET" || upper == "HEAD" ? "POST" : upper
+    }
+
+    /// `decodeURIComponent`, strictly: every `%` starts two hex digits, and (for text) the result is UTF-8.
+    static func percentDecode(_ text: Substring, channel: BodyChannel, requireUTF8: Bool) throws(BodyRestorationError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                throw .malformedEncoding(channel: channel, reason: "a % not followed by two hex digits")
+            }
+            bytes.append(high << 4 | low)
+        }
+        if requireUTF8, String(validating: bytes, as: UTF8.self) == nil {
+            throw .malformedEncoding(channel: channel, reason: "the decoded text is not UTF-8")
+        }
+        return bytes
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+
+    /// The URL with its query replaced (or dropped when empty); the fragment is not kept.
+    static func replacingQuery(of url: String, with query: QueryString) -> String {
+        let base = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        let path = base.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        return query.isEmpty ? String(path) : path + "?" + query.text
+    }
+}
+
+/// A query string as a list of raw `name=value` pairs, in order, bytes untouched: removing one parameter
+/// leaves every other exactly as the page wrote it (order, duplicates and encoding included).
+public struct QueryString: Sendable, Equatable {
+    private var pairs: [Substring]
+
+    public init(_ text: String) {
+        pairs = text.isEmpty ? [] : text.split(separator: "&", omittingEmptySubsequences: false)
+    }
+
+    public var isEmpty: Bool { pairs.isEmpty }
+    public var text: String { pairs.joined(separator: "&") }
+
+    /// The raw (still percent-encoded) values of parameters whose raw name is exactly `name`.
+    public func values(_ name: String) -> [Substring] {
+        pairs.compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return parts[0] == name ? (parts.count > 1 ? parts[1] : "") : nil
+        }
+    }
+
+    public mutating func remove(_ name: String) {
+        pairs.removeAll { $0.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0] == name }
+    }
+}
