@@ -78,7 +78,8 @@ let package = Package(
         .executableTarget(name: "SatchelEngineProbe", dependencies: ["SatchelEngine", "SatchelCore"], path: "Tests/SatchelEngineProbe"),
         .testTarget(
             name: "SatchelEngineTests",
-            dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"]),
+            dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"],
+            exclude: ["Resources"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

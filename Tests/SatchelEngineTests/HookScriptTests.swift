@@ -1,0 +1,97 @@
+import Foundation
+import SatchelCore
+@testable import SatchelEngine
+import SatchelTestSupport
+import Testing
+
+@Suite("The JavaScript body hook, run under node, restored by BodyRestorer")
+struct HookScriptTests {
+    struct Run: Decodable {
+        struct Sent: Decodable {
+            let label: String
+            let via: String
+            let method: String?
+            let url: String
+            let headers: [[String]]
+            let body: String?
+        }
+        struct Stored: Decodable {
+            let base64: String
+            let contentType: String?
+            let method: String?
+        }
+        let sent: [Sent]
+        let stored: [String: Stored]
+        let intended: [[String?]]
+    }
+
+    static let harness = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/hook-harness.js").path
+
+    func runHarness() throws -> Run {
+        try withTemporaryFolder { folder throws in
+            let hook = HookScript.render(HookScript.Configuration(origins: ["https://m.shop.com", "satchel://m.shop.com"]))
+            try hook.write(toFile: folder + "/hook.js", atomically: true, encoding: .utf8)
+            let node = ["/usr/bin/node", "/usr/local/bin/node"].first { FileManager.default.isExecutableFile(atPath: $0) }
+            let outcome = try runProcess(try #require(node, "node is required (tools/setup installs nodejs)"), [Self.harness, folder + "/hook.js"])
+            try #require(outcome.status == 0, "\(outcome.stderr)")
+            return try JSONDecoder().decode(Run.self, from: Data(outcome.stdout.utf8))
+        }
+    }
+
+    @Test("every body kind reaches the network byte-exact through its channel; GET and other origins are untouched")
+    func bodies() throws {
+        let run = try runHarness()
+        var store = run.stored.mapValues { StoredBody(bytes: Array(Data(base64Encoded: $0.base64)!), contentType: $0.contentType, method: $0.method) }
+        let restorer = BodyRestorer()
+        var channels: [String: BodyChannel] = [:]
+        for (sent, intended) in zip(run.sent, run.intended) {
+            #expect(sent.label == intended[0])
+            var headers = HTTPHeaders()
+            for pair in sent.headers { headers.add(pair[0], pair[1]) }
+            // What WebKit hands native code: the request without its body.
+            let request = ResourceRequest(method: sent.method ?? "POST", url: sent.url, headers: headers)
+            let (restored, channel) = try restorer.restore(request) { store.removeValue(forKey: $0) }
+            channels[sent.label] = channel
+            let expectedType = intended[2]
+            switch sent.label {
+            case "xhr get untouched", "other origin untouched":
+                #expect(channel == .none, "\(sent.label)")
+                #expect(!sent.headers.contains { $0[0].lowercased().hasPrefix("x-satchel") })
+            case "form multipart submit()", "fetch formdata file":
+                let type = try #require(restored.headers["Content-Type"])
+                #expect(type.hasPrefix("multipart/form-data; boundary="), "\(sent.label): \(type)")
+                let boundary = String(type.split(separator: "=", maxSplits: 1)[1])
+                let text = String(decoding: try #require(restored.body), as: UTF8.self)
+                #expect(text.hasPrefix("--" + boundary + "\r\n"))
+                #expect(text.hasSuffix("--" + boundary + "--\r\n"))
+                #expect(restored.method == "POST")
+                // The file's 256 bytes arrive intact inside the multipart body.
+                #expect(try #require(restored.body).firstRange(of: Array(0...255) as [UInt8]) != nil, "\(sent.label)")
+            default:
+                let bytes = Array(Data(base64Encoded: try #require(intended[1]))!)
+                #expect(restored.body == bytes, "\(sent.label): \(restored.body?.count ?? -1) bytes, wanted \(bytes.count)")
+                if let expectedType, !expectedType.isEmpty { #expect(restored.headers["Content-Type"] == expectedType, "\(sent.label)") }
+                #expect(restored.headers.filter { $0.name.lowercased().hasPrefix("x-satchel") }.isEmpty)
+            }
+        }
+        #expect(channels["xhr text"] == .header)
+        #expect(channels["xhr json unicode"] == .header)
+        #expect(channels["xhr big text"] == .bodyStore)
+        #expect(channels["xhr arraybuffer"] == .bodyStore)
+        #expect(channels["fetch 5 MB"] == .bodyStore)
+        #expect(channels["fetch empty string"] == .header)
+        #expect(channels["beacon"] == .header)
+        #expect(channels["form urlencoded submit event"] == .formQuery)
+        #expect(channels["form multipart submit()"] == .bodyStore)
+        #expect(store.isEmpty, "every stored body was claimed once")
+    }
+
+    @Test("the rendered script carries only its configuration object")
+    func render() {
+        let script = HookScript.render(HookScript.Configuration(origins: ["https://a.example"], headerThreshold: 100))
+        #expect(script.contains(#""origins":["https://a.example"]"#))
+        #expect(script.contains(#""headerThreshold":100"#))
+        #expect(script.contains(#""queryParameter":"POST_DATA""#))
+        #expect(script.hasSuffix(");\n"))
+    }
+}
