@@ -117,7 +117,9 @@ public final class ResourceEngine: Sendable {
     }
 
     /// The same as ``handle(_:)`` without the async hop, for callers on a thread of their own.
-    public func handleSynchronously(_ incoming: ResourceRequest) -> EngineResult {
+    /// - Parameter packageOnly: answer from the package even on network-first and network-only routes (the
+    ///   fallback of a network-first route whose network failed).
+    public func handleSynchronously(_ incoming: ResourceRequest, packageOnly: Bool = false) -> EngineResult {
         // Body restoration comes first, before routing: the restored request is what a miss forwards.
         var request = incoming
         var channel = BodyChannel.none
@@ -159,7 +161,7 @@ public final class ResourceEngine: Sendable {
         }
         let method = request.method == "GET" ? "GET" : request.method.uppercased()
         guard method == "GET" || method == "HEAD" || method == "OPTIONS" else { return miss(.method) }
-        if strategy == .networkOnly || strategy == .networkFirst { return miss(.networkRoute) }
+        if !packageOnly, strategy == .networkOnly || strategy == .networkFirst { return miss(.networkRoute) }
 
         let path: SafePath?
         do { path = try URLPath.filePath(forDecoded: decoded, under: prefix) } catch {
@@ -175,6 +177,20 @@ public final class ResourceEngine: Sendable {
         }
         if method == "OPTIONS" { return .response(options(request)) }
         return .response(respond(to: request, method: method, with: file, package: package))
+    }
+
+    /// The package's offline page with status 503, for a navigation that neither the package nor the network
+    /// could answer; nil when the package (`id@version`) has none.
+    public func offlinePage(package label: String) -> ResourceResponse? {
+        let current = snapshot.withLock { $0 }
+        guard let served = current.packages.first(where: { "\($0.manifest.id)@\($0.manifest.version)" == label }),
+            let page = served.manifest.offlinePage, let record = served.manifest.file(at: page),
+            let region = FileRegion(path: served.folder + "/" + page.value, offset: 0, length: record.size)
+        else { return nil }
+        return ResourceResponse(
+            status: 503,
+            headers: ["Content-Type": "text/html; charset=utf-8", "Content-Length": String(record.size), "Cache-Control": "no-store", "X-Satchel-Offline": "1"],
+            body: .file(region))
     }
 
     /// Cheap test for the hot path: only a request with a satchel header or parameter needs the restorer.

@@ -1,0 +1,107 @@
+import SatchelCore
+
+/// Sends a request to the network and streams the answer back. The engine's default is
+/// ``URLSessionFetcher``; the local server can plug in another (AsyncHTTPClient) without the engine knowing.
+public protocol NetworkFetcher: Sendable {
+    /// Fetches `request` (an absolute http(s) URL, body restored, satchel headers removed). Redirects are
+    /// returned as they are, never followed. The body is a stream of chunks of at most 1 MiB.
+    /// - Throws: ``FetchError``; task cancellation cancels the upstream request.
+    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse
+}
+
+public struct FetchTimeouts: Sendable, Equatable {
+    /// How long to wait for the connection and the response head.
+    public var connect: Duration
+    /// How long the whole exchange may take, body included.
+    public var total: Duration
+
+    public init(connect: Duration = .seconds(10), total: Duration = .seconds(60)) {
+        self.connect = connect
+        self.total = total
+    }
+}
+
+/// Why the network could not answer. Each maps to the status the page sees: 502 (refused, reset, TLS, a
+/// response that is not HTTP), 504 (timeout), 403 (a host that is not allow-listed).
+public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
+    case hostNotAllowed(String)
+    case connectionFailed(String)
+    case badResponse(String)
+    case timedOut(String)
+    case unsupportedURL(String)
+
+    public var status: Int {
+        switch self {
+        case .hostNotAllowed: 403
+        case .timedOut: 504
+        case .connectionFailed, .badResponse, .unsupportedURL: 502
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .hostNotAllowed(let host): "host \(host) is not allowed upstream (not on the allow-list)"
+        case .connectionFailed(let why): "upstream connection failed: \(why)"
+        case .badResponse(let why): "upstream sent a bad response: \(why)"
+        case .timedOut(let why): "upstream timed out: \(why)"
+        case .unsupportedURL(let url): "cannot fetch \(url)"
+        }
+    }
+
+    /// A short plain-text response for the page, with `X-Satchel-Error`.
+    public var response: ResourceResponse {
+        let body = Array((description + "\n").utf8)
+        return ResourceResponse(
+            status: status,
+            headers: [
+                "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "Cache-Control": "no-store",
+                "X-Satchel-Error": description,
+            ],
+            body: .bytes(body))
+    }
+}
+
+/// Gives the cookies to send with an upstream request (an app's `HTTPCookieStorage` or `WKHTTPCookieStore`).
+public protocol CookieProvider: Sendable {
+    /// The `Cookie` header value for `url`, or nil.
+    func cookieHeader(for url: String) async -> String?
+}
+
+/// Who may be reached and how: the rules around every network fallback.
+public struct NetworkPolicy: Sendable {
+    /// Hosts the engine may contact (exact or `*.` patterns). Anything else is refused: never an open proxy.
+    public var allowedHosts: [HostPattern]
+    /// Per-host origin overrides, e.g. `m.shop.com` -> `http://127.0.0.1:8123` (tests, staging).
+    public var upstreamOverrides: [String: String]
+    public var timeouts: FetchTimeouts
+    public var cookies: (any CookieProvider)?
+
+    public init(allowedHosts: [HostPattern], upstreamOverrides: [String: String] = [:], timeouts: FetchTimeouts = FetchTimeouts(), cookies: (any CookieProvider)? = nil) {
+        self.allowedHosts = allowedHosts
+        self.upstreamOverrides = upstreamOverrides
+        self.timeouts = timeouts
+        self.cookies = cookies
+    }
+
+    /// Headers that describe one connection, not the request (RFC 9110 §7.6.1), plus those the client sets.
+    static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+        "transfer-encoding", "upgrade", "host", "content-length",
+    ]
+
+    /// The request to send upstream for `request`, whose URL is `upstreamURL`; throws when the host is not allowed.
+    func upstreamRequest(for request: ResourceRequest, upstreamURL: String) async throws(FetchError) -> ResourceRequest {
+        guard let url = RequestURL(upstreamURL), url.scheme == "https" || url.scheme == "http" else { throw .unsupportedURL(upstreamURL) }
+        guard allowedHosts.contains(where: { $0.matches(url.host) }) else { throw .hostNotAllowed(url.host) }
+        var target = upstreamURL
+        if let base = upstreamOverrides[url.host] {
+            // Keep path and query exactly as the page wrote them; replace scheme and authority.
+            let afterAuthority = upstreamURL.drop { $0 != ":" }.dropFirst(3).drop { $0 != "/" && $0 != "?" }
+            target = (base.hasSuffix("/") ? String(base.dropLast()) : base) + afterAuthority
+        }
+        var headers = HTTPHeaders()
+        for field in request.headers where !Self.hopByHop.contains(field.name.lowercased()) { headers.add(field.name, field.value) }
+        if !headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL) { headers.add("Cookie", value) }
+        return ResourceRequest(method: request.method, url: target, headers: headers, body: request.body)
+    }
+}

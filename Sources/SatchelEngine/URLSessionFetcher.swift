@@ -1,0 +1,236 @@
+import Foundation
+import SatchelCore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The default ``NetworkFetcher``: URLSession, driven through its delegate so that bodies stream (Linux's
+/// FoundationNetworking has no `bytes(for:)`). Redirects are handed back to the caller; a slow consumer
+/// suspends the transfer rather than letting chunks pile up in memory.
+public final class URLSessionFetcher: NetworkFetcher {
+    private let session: URLSession
+    private let delegate: Delegate
+
+    public init() {
+        delegate = Delegate()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil  // cookies come from the CookieProvider, not a shared jar
+        configuration.httpShouldSetCookies = false
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        guard let url = URL(string: request.url) else { throw FetchError.unsupportedURL(request.url) }
+        var urlRequest = URLRequest(url: url)
+        urlRequest.httpMethod = request.method
+        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
+        if let body = request.body, !body.isEmpty || request.method != "GET" { urlRequest.httpBody = Data(body) }
+        urlRequest.timeoutInterval = Self.seconds(timeouts.connect)
+        let task = session.dataTask(with: urlRequest)
+        let exchange = Exchange(task: task)
+        delegate.register(exchange, for: task)
+        let deadline = Task {
+            try await Task.sleep(for: timeouts.total)
+            exchange.fail(FetchError.timedOut("no complete answer within \(timeouts.total)"))
+            task.cancel()
+        }
+        exchange.onFinish = { deadline.cancel() }
+        return try await withTaskCancellationHandler {
+            task.resume()
+            let head = try await exchange.head()
+            return ResourceResponse(status: head.status, headers: head.headers, body: .stream(exchange.bodyStream()))
+        } onCancel: {
+            exchange.fail(CancellationError())
+            task.cancel()
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+
+    /// One request's state: the head the caller waits for, then the body chunks.
+    final class Exchange: @unchecked Sendable {
+        struct Head {
+            let status: Int
+            let headers: HTTPHeaders
+        }
+
+        private let lock = NSLock()
+        let task: URLSessionDataTask
+        private var headResult: Result<Head, any Error>?
+        private var headWaiter: CheckedContinuation<Head, any Error>?
+        private var chunks: [[UInt8]] = []
+        private var bufferedBytes = 0
+        private var ended: (any Error)?? = nil  // .some(nil): finished cleanly
+        private var bodyWaiter: CheckedContinuation<[UInt8]?, any Error>?
+        private var suspended = false
+        var onFinish: @Sendable () -> Void = {}
+
+        /// Buffered bytes above which the transfer is suspended until the consumer catches up.
+        static let highWater = 8 << 20
+        static let lowWater = 1 << 20
+
+        init(task: URLSessionDataTask) { self.task = task }
+
+        func head() async throws -> Head {
+            try await withCheckedThrowingContinuation { continuation in
+                lock.lock()
+                if let headResult {
+                    lock.unlock()
+                    continuation.resume(with: headResult)
+                } else {
+                    headWaiter = continuation
+                    lock.unlock()
+                }
+            }
+        }
+
+        func receive(head: Head) {
+            lock.lock()
+            guard headResult == nil else { lock.unlock(); return }
+            headResult = .success(head)
+            let waiter = headWaiter
+            headWaiter = nil
+            lock.unlock()
+            waiter?.resume(returning: head)
+        }
+
+        func receive(data: Data) {
+            var bytes = [UInt8](data)
+            lock.lock()
+            if let waiter = bodyWaiter, chunks.isEmpty {
+                bodyWaiter = nil
+                lock.unlock()
+                // Hand over in chunks of at most 1 MiB.
+                if bytes.count > FileRegion.maxChunk {
+                    let rest = Array(bytes[FileRegion.maxChunk...])
+                    bytes = Array(bytes[..<FileRegion.maxChunk])
+                    lock.lock()
+                    chunks.append(rest)
+                    bufferedBytes += rest.count
+                    lock.unlock()
+                }
+                waiter.resume(returning: bytes)
+                return
+            }
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + FileRegion.maxChunk)
+                chunks.append(Array(bytes[offset..<end]))
+                offset = end
+            }
+            bufferedBytes += bytes.count
+            let shouldSuspend = bufferedBytes > Self.highWater && !suspended
+            if shouldSuspend { suspended = true }
+            lock.unlock()
+            if shouldSuspend { task.suspend() }
+        }
+
+        /// Ends the exchange: with an error, or cleanly when `error` is nil.
+        func fail(_ error: (any Error)?) {
+            lock.lock()
+            guard ended == nil else { lock.unlock(); return }
+            ended = .some(error)
+            let headWaiter = self.headWaiter
+            self.headWaiter = nil
+            if headResult == nil { headResult = .failure(error ?? FetchError.badResponse("no response head")) }
+            let bodyWaiter = chunks.isEmpty ? self.bodyWaiter : nil
+            if bodyWaiter != nil { self.bodyWaiter = nil }
+            lock.unlock()
+            headWaiter?.resume(throwing: error ?? FetchError.badResponse("no response head"))
+            if let bodyWaiter {
+                if let error { bodyWaiter.resume(throwing: error) } else { bodyWaiter.resume(returning: nil) }
+            }
+            onFinish()
+        }
+
+        func nextChunk() async throws -> [UInt8]? {
+            try await withCheckedThrowingContinuation { continuation in
+                lock.lock()
+                if !chunks.isEmpty {
+                    let chunk = chunks.removeFirst()
+                    bufferedBytes -= chunk.count
+                    let shouldResume = suspended && bufferedBytes < Self.lowWater
+                    if shouldResume { suspended = false }
+                    lock.unlock()
+                    if shouldResume { task.resume() }
+                    continuation.resume(returning: chunk)
+                } else if let ended {
+                    lock.unlock()
+                    if let error = ended { continuation.resume(throwing: error) } else { continuation.resume(returning: nil) }
+                } else {
+                    bodyWaiter = continuation
+                    lock.unlock()
+                }
+            }
+        }
+
+        func bodyStream() -> AsyncThrowingStream<[UInt8], any Error> {
+            AsyncThrowingStream(unfolding: { [self] in
+                try await withTaskCancellationHandler {
+                    try await nextChunk()
+                } onCancel: { [self] in
+                    fail(CancellationError())
+                    task.cancel()
+                }
+            })
+        }
+    }
+
+    /// Routes URLSession's callbacks to each task's exchange.
+    final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        private let lock = NSLock()
+        private var exchanges: [Int: Exchange] = [:]
+
+        func register(_ exchange: Exchange, for task: URLSessionTask) {
+            lock.withLock { exchanges[task.taskIdentifier] = exchange }
+        }
+
+        private func exchange(_ task: URLSessionTask) -> Exchange? { lock.withLock { exchanges[task.taskIdentifier] } }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse, completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+            guard let http = response as? HTTPURLResponse else {
+                exchange(dataTask)?.fail(FetchError.badResponse("not an HTTP response"))
+                completionHandler(.cancel)
+                return
+            }
+            var headers = HTTPHeaders()
+            for (name, value) in http.allHeaderFields {
+                if let name = name as? String, let value = value as? String { headers.add(name, value) }
+            }
+            exchange(dataTask)?.receive(head: .init(status: http.statusCode, headers: headers))
+            completionHandler(.allow)
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            exchange(dataTask)?.receive(data: data)
+        }
+
+        /// Redirects go back to the page (a web view follows them itself); nothing is followed here.
+        func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+            completionHandler(nil)
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+            let exchange = lock.withLock { exchanges.removeValue(forKey: task.taskIdentifier) }
+            exchange?.fail(error.map(Self.translate))
+        }
+
+        static func translate(_ error: any Error) -> any Error {
+            guard let urlError = error as? URLError else { return FetchError.connectionFailed("\(error)") }
+            switch urlError.code {
+            case .cancelled: return CancellationError()
+            case .timedOut: return FetchError.timedOut(urlError.localizedDescription)
+            case .badServerResponse, .cannotParseResponse, .zeroByteResource, .cannotDecodeRawData, .cannotDecodeContentData:
+                return FetchError.badResponse(urlError.localizedDescription)
+            default: return FetchError.connectionFailed(urlError.localizedDescription)
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import SatchelCore
+@testable import SatchelEngine
+import SatchelTestSupport
+import Testing
+
+/// The local origin (Resources/origin.py), started and stopped by each test that needs it.
+final class Origin: @unchecked Sendable {
+    let process = Process()
+    let stdin = Pipe()
+    let port: Int
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/origin.py").path
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardInput = stdin
+        try process.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw CocoaError(.fileReadCorruptFile)
+        }
+        self.port = port
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    func stop() {
+        try? stdin.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+func collect(_ body: ResponseBody) async throws -> [UInt8] {
+    switch body {
+    case .empty: return []
+    case .bytes(let bytes): return bytes
+    case .file(let region): return try region.readAll()
+    case .stream(let stream):
+        var out: [UInt8] = []
+        for try await chunk in stream { out += chunk }
+        return out
+    }
+}
+
+@Suite("Network fallback through URLSession, against a real local origin", .serialized)
+struct FallbackTests {
+    func pipeline(_ folder: String, origin: Origin, timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(2), total: .seconds(3)), routes: [Route] = []) throws -> RequestPipeline {
+        let package = try makePackage(in: folder, files: ["index.html": text("home"), "offline.html": text("<h1>offline</h1>"), "cached.json": text("{\"cached\":true}")], routes: routes)
+        let withOffline = ServedPackage(manifest: try Manifest(
+            id: package.manifest.id, version: package.manifest.version, createdAt: package.manifest.createdAt, scope: package.manifest.scope,
+            offlinePage: SafePath(validating: "offline.html"), routes: routes, files: package.manifest.files), folder: package.folder)
+        let engine = try ResourceEngine(source: FolderSource([withOffline]))
+        return RequestPipeline(engine: engine, policy: NetworkPolicy(
+            allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], timeouts: timeouts))
+    }
+
+    struct Echo: Decodable {
+        let method: String
+        let path: String
+        let headers: [[String]]
+        let body: String
+    }
+
+    @Test("a restored POST reaches the origin byte-exact with method, headers and query; satchel headers are gone")
+    func forwards() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let pipeline = try pipeline(folder, origin: origin)
+            let body = "{\"name\":\"Zoë ☕\",\"n\":1}"
+            let request = ResourceRequest(method: "POST", url: "satchel://m.shop.com/echo?x=1&y=%20", headers: [
+                "X-Satchel-Body": encodeURIComponentForTests(body), "X-Satchel-Content-Type": "application/json", "X-Custom": "kept",
+                "Cookie": "session=abc", "Connection": "keep-alive",
+            ])
+            let (response, outcome, channel) = await pipeline.respond(to: request)
+            #expect(outcome == .network)
+            #expect(channel == .header)
+            #expect(response.status == 200)
+            let echo = try JSONDecoder().decode(Echo.self, from: Data(try await collect(response.body)))
+            #expect(echo.method == "POST")
+            #expect(echo.path == "/echo?x=1&y=%20")
+            #expect(Array(Data(base64Encoded: echo.body)!) == Array(body.utf8))
+            let headers = Dictionary(echo.headers.map { ($0[0].lowercased(), $0[1]) }) { a, _ in a }
+            #expect(headers["content-type"] == "application/json")
+            #expect(headers["x-custom"] == "kept")
+            #expect(headers["cookie"] == "session=abc")
+            #expect(headers.keys.allSatisfy { !$0.hasPrefix("x-satchel") })
+            #expect(response.headers["Set-Cookie"] == "seen=1")
+        }
+    }
+
+    @Test("redirects come back to the caller, not followed")
+    func redirects() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let (response, _, _) = await (try pipeline(folder, origin: origin)).respond(to: ResourceRequest(url: "satchel://m.shop.com/redirect"))
+            #expect(response.status == 302)
+            #expect(response.headers["Location"] == "/echo")
+        }
+    }
+
+    @Test("refused, reset, garbage and stalled upstreams give 502 or 504 within the timeout")
+    func failures() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let pipeline = try pipeline(folder, origin: origin)
+            for (path, status) in [("/reset", 502), ("/garbage", 502)] {
+                let (response, outcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com" + path))
+                #expect(response.status == status, "\(path)")
+                #expect(outcome == .error)
+                #expect(response.headers["X-Satchel-Error"] != nil)
+            }
+            let started = ContinuousClock.now
+            let (stalled, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/stall"))
+            #expect(stalled.status == 504)
+            #expect(ContinuousClock.now - started < .seconds(6))
+            // Nothing listens on port 9 of loopback: connection refused.
+            let refused = RequestPipeline(engine: pipeline.engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": "http://127.0.0.1:9"]))
+            let (response, _, _) = await refused.respond(to: ResourceRequest(url: "satchel://m.shop.com/x.json"))
+            #expect(response.status == 502)
+        }
+    }
+
+    @Test("a host that is not allow-listed is refused: no open proxy")
+    func allowList() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let (response, _, _) = await (try pipeline(folder, origin: origin)).respond(to: ResourceRequest(url: "https://evil.example/steal"))
+            #expect(response.status == 403)
+            #expect(response.headers["X-Satchel-Error"]?.contains("evil.example") == true)
+        }
+    }
+
+    @Test("strategies: network-first falls back to the package; a navigation with both down gets the offline page (503)")
+    func strategies() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let routes = [try Route(prefix: "/cached.json", strategy: .networkFirst, timeoutMs: 500)]
+            var pipeline = try pipeline(folder, origin: origin, routes: routes)
+            // The origin has no /cached.json: a 404 from the network is an answer, and network-first returns it.
+            let (fromNetwork, outcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
+            #expect(fromNetwork.status == 404)
+            #expect(outcome == .network)
+            origin.stop()
+            pipeline = try self.pipeline(folder, origin: origin, routes: routes)
+            let (fallback, fallbackOutcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
+            #expect(fallbackOutcome == .packageAfterNetworkFailure)
+            #expect(try await collect(fallback.body) == text("{\"cached\":true}"))
+            let (page, pageOutcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/account", headers: ["Accept": "text/html,*/*"]))
+            #expect(pageOutcome == .offlinePage)
+            #expect(page.status == 503)
+            #expect(try await collect(page.body) == text("<h1>offline</h1>"))
+            let (api, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/api/x", headers: ["Accept": "application/json"]))
+            #expect(api.status == 502)
+        }
+    }
+
+    @Test("cancelling the request cancels the upstream exchange")
+    func cancellation() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let pipeline = try pipeline(folder, origin: origin)
+            let task = Task {
+                let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/hang"))
+                if case .stream(let stream) = response.body {
+                    for try await _ in stream {}
+                }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            task.cancel()
+            _ = await task.result
+            var events: [String] = []
+            for _ in 0..<60 {
+                try await Task.sleep(for: .milliseconds(100))
+                let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/events"))
+                events = try JSONDecoder().decode([String].self, from: Data(try await collect(response.body)))
+                if events.contains("hang: client went away") { break }
+            }
+            #expect(events.contains("hang: started"))
+            #expect(events.contains("hang: client went away"), "\(events)")
+        }
+    }
+
+    @Test("a 1 GiB upstream response streams through with bounded memory")
+    func bigStream() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let pipeline = try pipeline(folder, origin: origin, timeouts: FetchTimeouts(connect: .seconds(5), total: .seconds(300)))
+            let before = peakResidentBytes()
+            let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/big?n=\(1 << 30)"))
+            guard case .stream(let stream) = response.body else { Issue.record("expected a stream"); return }
+            var total = 0
+            var largest = 0
+            for try await chunk in stream {
+                total += chunk.count
+                largest = max(largest, chunk.count)
+            }
+            #expect(total == 1 << 30)
+            #expect(largest <= 1 << 20)
+            let growth = peakResidentBytes() - before
+            #expect(growth < 128 << 20, "peak RSS grew by \(growth) bytes while streaming 1 GiB")
+        }
+    }
+}
+
+func peakResidentBytes() -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+    return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+}
+
+func encodeURIComponentForTests(_ text: String) -> String {
+    let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()".utf8)
+    return text.utf8.map { unreserved.contains($0) ? String(UnicodeScalar($0)) : String(format: "%%%02X", $0) }.joined()
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""A local origin for the network fallback tests. Prints its port on the first line, then serves:
+  /echo      JSON {method, path, headers, body (base64)} of the request
+  /redirect  302 to /echo
+  /stall     accepts, then says nothing for 30 s
+  /garbage   answers with bytes that are not HTTP
+  /reset     closes the connection at once (RST)
+  /big?n=N   N bytes of a repeating pattern, streamed in 64 KiB writes
+  /hang      holds the response open, noting in /events when the client goes away
+  /events    JSON list of what happened on /hang
+It stops when its standard input closes, so a test that dies cannot leave it running."""
+import base64, http.server, json, socket, socketserver, struct, sys, threading, time
+
+events = []
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send(self, status, body, content_type="application/json", extra=()):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in extra:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def handle_any(self):
+        path = self.path.split("?")[0]
+        if path == "/echo":
+            payload = {"method": self.command, "path": self.path, "headers": [[k, v] for k, v in self.headers.items()], "body": base64.b64encode(self.body()).decode()}
+            self.send(200, json.dumps(payload).encode(), extra=[("Set-Cookie", "seen=1")])
+        elif path == "/redirect":
+            self.send(302, b"", "text/plain", [("Location", "/echo")])
+        elif path == "/stall":
+            time.sleep(30)
+        elif path == "/garbage":
+            self.wfile.write(b"THIS IS NOT HTTP\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+        elif path == "/reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+        elif path == "/big":
+            n = int(self.path.split("n=")[1])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            block = bytes(range(256)) * 256
+            sent = 0
+            while sent < n:
+                chunk = block[: min(len(block), n - sent)]
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        elif path == "/hang":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            events.append("hang: started")
+            for _ in range(200):
+                try:
+                    self.wfile.write(b"x" * 10)
+                    self.wfile.flush()
+                except OSError:
+                    events.append("hang: client went away")
+                    return
+                time.sleep(0.05)
+            events.append("hang: finished")
+        elif path == "/events":
+            self.send(200, json.dumps(events).encode())
+        else:
+            self.send(404, b"not found", "text/plain")
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_any
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+server = Server(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+sys.stdin.read()  # until the test closes our stdin
