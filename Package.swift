@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
         .library(name: "SatchelStore", targets: ["SatchelStore"]),
         .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
+        .library(name: "SatchelWebKit", targets: ["SatchelWebKit"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -55,6 +56,8 @@ let package = Package(
         ),
         // Above SatchelCore only: it reads packages through SatchelCore's PackageSource, which the store implements.
         .target(name: "SatchelEngine", dependencies: ["SatchelCore"]),
+        // The WKURLSchemeHandler (Apple platforms) and its platform-neutral task driver (tested on Linux).
+        .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelCore"]),
         .executableTarget(
             name: "satchel",
             dependencies: [
@@ -80,6 +83,7 @@ let package = Package(
             name: "SatchelEngineTests",
             dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"],
             exclude: ["Resources"]),
+        .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

@@ -1,0 +1,90 @@
+#if canImport(WebKit)
+import Foundation
+import SatchelCore
+import SatchelEngine
+import WebKit
+
+/// The WebKit side: a `WKURLSchemeHandler` for the app's custom scheme, which hands every task to a
+/// ``SchemeTaskDriver``. All logic (the contract, cancellation, streaming) lives in the driver; this class
+/// only converts between WebKit's types and Satchel's.
+///
+/// Redirects: WebKit does not follow a redirect returned by a scheme handler. A 3xx from the network is
+/// passed to the page as it is (status and `Location`), which fetch and XHR report as the redirect response
+/// itself; a navigation that needs to follow it must be sent to a URL the web view loads normally.
+@MainActor
+public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
+    public let driver: SchemeTaskDriver
+    private var tasks: [ObjectIdentifier: TaskAdapter] = [:]
+
+    public init(driver: SchemeTaskDriver) {
+        self.driver = driver
+    }
+
+    public func webView(_ webView: WKWebView, start urlSchemeTask: any WKURLSchemeTask) {
+        let adapter = TaskAdapter(urlSchemeTask)
+        tasks[ObjectIdentifier(urlSchemeTask)] = adapter
+        driver.start(adapter)
+    }
+
+    public func webView(_ webView: WKWebView, stop urlSchemeTask: any WKURLSchemeTask) {
+        guard let adapter = tasks.removeValue(forKey: ObjectIdentifier(urlSchemeTask)) else { return }
+        driver.stop(adapter)
+    }
+
+    /// Wraps a `WKURLSchemeTask`; the driver calls it on the main queue only.
+    final class TaskAdapter: SchemeTask, @unchecked Sendable {
+        let task: any WKURLSchemeTask
+        let request: ResourceRequest
+
+        init(_ task: any WKURLSchemeTask) {
+            self.task = task
+            var headers = HTTPHeaders()
+            for (name, value) in task.request.allHTTPHeaderFields ?? [:] { headers.add(name, value) }
+            request = ResourceRequest(
+                method: task.request.httpMethod ?? "GET", url: task.request.url?.absoluteString ?? "", headers: headers,
+                body: task.request.httpBody.map { Array($0) })
+        }
+
+        func didReceive(_ head: ResponseHead) {
+            var fields: [String: String] = [:]
+            for field in head.headers { fields[field.name] = fields[field.name].map { $0 + ", " + field.value } ?? field.value }
+            let url = task.request.url ?? URL(string: "about:blank")!
+            let response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: fields)!
+            task.didReceive(response)
+        }
+
+        func didReceive(_ data: [UInt8]) { task.didReceive(Data(data)) }
+        func didFinish() { task.didFinish() }
+        func didFail(_ error: any Error) { task.didFailWithError(error) }
+    }
+}
+
+/// Receives bodies from the hook's body-store channel (`window.webkit.messageHandlers.satchelBody`) and
+/// replies once the body is stored, so the page sends the request only when its body is waiting for it.
+@MainActor
+public final class SatchelBodyMessageHandler: NSObject, WKScriptMessageHandlerWithReply {
+    public let store: BodyStore
+
+    public init(store: BodyStore) {
+        self.store = store
+    }
+
+    public func userContentController(
+        _ userContentController: WKUserContentController, didReceive message: WKScriptMessage,
+        replyHandler: @escaping @MainActor (Any?, String?) -> Void
+    ) {
+        guard let object = message.body as? [String: Any], let id = object["id"] as? String,
+            let encoded = object["base64"] as? String, let bytes = Data(base64Encoded: encoded)
+        else {
+            replyHandler(nil, "satchelBody: expected {id, base64, contentType, method}")
+            return
+        }
+        do {
+            try store.put(id, StoredBody(bytes: Array(bytes), contentType: object["contentType"] as? String, method: object["method"] as? String))
+            replyHandler(true, nil)
+        } catch {
+            replyHandler(nil, error.description)
+        }
+    }
+}
+#endif
