@@ -97,6 +97,26 @@ struct FallbackTests {
         }
     }
 
+    @Test("cookies come from the pluggable provider unless the request carries its own")
+    func cookies() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        struct Jar: CookieProvider {
+            func cookieHeader(for url: String) async -> String? { url.hasPrefix("https://m.shop.com/") ? "jar=1; theme=dark" : nil }
+        }
+        try await withTemporaryFolder { folder async throws in
+            let base = try pipeline(folder, origin: origin)
+            let pipeline = RequestPipeline(engine: base.engine, policy: NetworkPolicy(
+                allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], cookies: Jar()))
+            let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo"))
+            let echo = try JSONDecoder().decode(Echo.self, from: Data(try await collect(response.body)))
+            #expect(echo.headers.first { $0[0].lowercased() == "cookie" }?[1] == "jar=1; theme=dark")
+            let (own, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["Cookie": "mine=2"]))
+            let ownEcho = try JSONDecoder().decode(Echo.self, from: Data(try await collect(own.body)))
+            #expect(ownEcho.headers.filter { $0[0].lowercased() == "cookie" }.map { $0[1] } == ["mine=2"])
+        }
+    }
+
     @Test("redirects come back to the caller, not followed")
     func redirects() async throws {
         let origin = try Origin()
