@@ -1,3 +1,4 @@
+import SatchelCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

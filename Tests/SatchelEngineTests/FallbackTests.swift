@@ -220,26 +220,34 @@ struct FallbackTests {
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
             let pipeline = try pipeline(folder, origin: origin, timeouts: FetchTimeouts(connect: .seconds(5), total: .seconds(300)))
-            let before = peakResidentBytes()
+            // Other tests in this process may have raised the peak already, so sample the current RSS instead.
+            let before = residentBytes()
+            var highest = before
             let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/big?n=\(1 << 30)"))
             guard case .stream(let stream) = response.body else { Issue.record("expected a stream"); return }
             var total = 0
             var largest = 0
+            var chunks = 0
             for try await chunk in stream {
                 total += chunk.count
                 largest = max(largest, chunk.count)
+                chunks += 1
+                if chunks % 32 == 0 { highest = max(highest, residentBytes()) }
             }
             #expect(total == 1 << 30)
             #expect(largest <= 1 << 20)
-            let growth = peakResidentBytes() - before
-            #expect(growth < 128 << 20, "peak RSS grew by \(growth) bytes while streaming 1 GiB")
+            let growth = highest - before
+            print("1 GiB upstream stream: resident memory rose by at most \(growth / 1024) KiB")
+            // Measured here: 70-85 MB, the same for 1 GiB and 3 GiB (malloc keeps freed 1 MiB chunks in the
+            // arenas of URLSession's threads); an unbounded buffer would grow with the response.
+            #expect(growth < 128 << 20, "resident memory rose by \(growth) bytes while streaming 1 GiB")
         }
     }
 }
 
-func peakResidentBytes() -> Int {
+func residentBytes() -> Int {
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
     return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
 }
 

@@ -172,32 +172,14 @@ public struct BodyRestorer: Sendable {
 
     /// `decodeURIComponent`, strictly: every `%` starts two hex digits, and (for text) the result is UTF-8.
     static func percentDecode(_ text: Substring, channel: BodyChannel, requireUTF8: Bool) throws(BodyRestorationError) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                throw .malformedEncoding(channel: channel, reason: "a % not followed by two hex digits")
-            }
-            bytes.append(high << 4 | low)
+        let bytes: [UInt8]
+        do { bytes = try PercentDecoding.decode(text) } catch {
+            throw .malformedEncoding(channel: channel, reason: "a % not followed by two hex digits")
         }
         if requireUTF8, String(validating: bytes, as: UTF8.self) == nil {
             throw .malformedEncoding(channel: channel, reason: "the decoded text is not UTF-8")
         }
         return bytes
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
     }
 
     /// The URL with its query replaced (or dropped when empty); the fragment is not kept.

@@ -14,22 +14,15 @@ public enum URLPath {
     /// Decodes a raw path (which starts with `/`) into segments' text, once.
     public static func decode(_ raw: String) throws(Refusal) -> String {
         if !raw.utf8.contains(UInt8(ascii: "%")) { return raw }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(raw.utf8.count)
-        var iterator = raw.utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                throw .badPercentEncoding
-            }
-            let decoded = high << 4 | low
+        let bytes: [UInt8]
+        do {
             // An encoded separator or NUL is never a legitimate file name byte: refuse rather than decode it
             // into a path that the raw URL did not show.
-            if decoded == UInt8(ascii: "/") || decoded == UInt8(ascii: "\\") || decoded == 0 { throw .encodedSeparator }
-            bytes.append(decoded)
+            bytes = try PercentDecoding.decode(Substring(raw)) { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") || $0 == 0 }
+        } catch .badEscape {
+            throw .badPercentEncoding
+        } catch {
+            throw .encodedSeparator
         }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw .notUTF8 }
         return text
@@ -51,14 +44,5 @@ public enum URLPath {
         var path = String(relative)
         if path.utf8.last == UInt8(ascii: "/") { path += "index.html" }
         do { return try SafePath(normalizing: path) } catch { throw .unsafe(error) }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
     }
 }
