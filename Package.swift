@@ -23,6 +23,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -58,10 +60,22 @@ let package = Package(
         .target(name: "SatchelEngine", dependencies: ["SatchelCore"]),
         // The WKURLSchemeHandler (Apple platforms) and its platform-neutral task driver (tested on Linux).
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelCore"]),
+        // The local server: the engine over HTTP/1.1 on SwiftNIO (origin and forward-proxy modes).
+        .target(
+            name: "SatchelServer",
+            dependencies: [
+                "SatchelEngine", "SatchelCore", "SatchelStore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine",
+                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelServer",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -84,6 +98,9 @@ let package = Package(
             dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"],
             exclude: ["Resources"]),
         .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelServerTests",
+            dependencies: ["SatchelServer", "SatchelEngine", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

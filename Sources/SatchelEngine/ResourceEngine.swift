@@ -92,7 +92,10 @@ public final class ResourceEngine: Sendable {
     }
 
     /// The versions served right now.
-    public var servedPackages: [ServedPackage] { snapshot.withLock { $0.packages } }
+    public var servedPackages: [ServedPackage] { currentSnapshot().packages }
+
+    /// Whether any served package claims `host` (lower-case, no port).
+    public func claims(host: String) -> Bool { currentSnapshot().index.claims(host: host) }
 
     /// Reads the active versions again (immediate mode does this by itself when the source changes).
     public func reload() throws {

@@ -202,7 +202,12 @@ public final class URLSessionFetcher: NetworkFetcher {
             }
             var headers = HTTPHeaders()
             for (name, value) in http.allHeaderFields {
-                if let name = name as? String, let value = value as? String { headers.add(name, value) }
+                guard let name = name as? String, let value = value as? String else { continue }
+                // URLSession hands over the body already decoded and de-chunked, so the length and encoding the
+                // origin declared no longer describe it.
+                let lower = name.lowercased()
+                if lower == "content-encoding" || lower == "content-length" || lower == "transfer-encoding" || lower == "connection" || lower == "keep-alive" { continue }
+                headers.add(name, value)
             }
             exchange(dataTask)?.receive(head: .init(status: http.statusCode, headers: headers))
             completionHandler(.allow)

@@ -1,0 +1,226 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SatchelCore
+import SatchelEngine
+
+/// One HTTP/1.1 connection. SwiftNIO's `HTTPServerPipelineHandler` (in front) makes pipelined requests arrive
+/// one at a time and holds back reads while a response is pending (backpressure); this handler collects a
+/// request within the limits, hands it to the ``ServerResponder`` off the event loop, and writes the answer:
+/// bytes, a file region (sendfile), or a stream whose chunks are written one after another.
+final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let responder: ServerResponder
+    private let limits: ServerConfiguration.Limits
+    private let connect: ConnectTunnel
+    private var head: HTTPRequestHead?
+    private var body: ByteBuffer?
+    private var bodyTooLarge = false
+    private var inFlight = false
+    private var readDeadline: Scheduled<Void>?
+
+    init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel) {
+        self.responder = responder
+        self.limits = limits
+        self.connect = connect
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let requestHead):
+            head = requestHead
+            body = nil
+            bodyTooLarge = false
+            inFlight = true
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let timeout = limits.readTimeout
+            readDeadline = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+                let (handler, context) = loopBound.value
+                handler.refuse(context, status: .requestTimeout, message: "request not received within \(timeout)")
+            }
+            if requestHead.method == .CONNECT {
+                readDeadline?.cancel()
+                connect.handle(context: context, head: requestHead, handler: self)
+                return
+            }
+            if let length = requestHead.headers.first(name: "Content-Length").flatMap(Int.init), length > limits.maxBodyBytes {
+                bodyTooLarge = true
+            }
+        case .body(var chunk):
+            guard !bodyTooLarge else { return }
+            if (body?.readableBytes ?? 0) + chunk.readableBytes > limits.maxBodyBytes {
+                bodyTooLarge = true
+                body = nil
+                return
+            }
+            if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
+        case .end:
+            readDeadline?.cancel()
+            guard let head else { return }
+            if bodyTooLarge {
+                refuse(context, status: .payloadTooLarge, message: "request body over \(limits.maxBodyBytes) bytes")
+                return
+            }
+            dispatch(context: context, head: head)
+        }
+    }
+
+    private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let request = PendingRequest(head: head, body: body)
+        let responder = self.responder
+        let writer = ResponseWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop), loop: context.eventLoop)
+        Task {
+            let response = await responder.respond(method: request.method, target: request.target, headers: request.headers, body: request.body)
+            await writer.write(response, isHead: request.method == "HEAD", version: request.version, keepAlive: request.keepAlive)
+        }
+    }
+
+    /// The context this handler runs in; set while it is in a pipeline.
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// Writes on the event loop (called from ``ResponseWriter``).
+    fileprivate func writeHead(_ head: HTTPResponseHead, flush: Bool) -> EventLoopFuture<Void>? {
+        guard let context else { return nil }
+        return flush ? context.writeAndFlush(wrapOutboundOut(.head(head))) : context.write(wrapOutboundOut(.head(head)))
+    }
+
+    fileprivate func writeBytes(_ bytes: [UInt8], flush: Bool) -> EventLoopFuture<Void>? {
+        guard let context else { return nil }
+        let part = wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: bytes))))
+        return flush ? context.writeAndFlush(part) : context.write(part)
+    }
+
+    fileprivate func writeFile(descriptor: CInt, offset: Int64, length: Int64) {
+        guard let context else { return }
+        let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
+        let region = NIOCore.FileRegion(fileHandle: handle, readerIndex: Int(offset), endIndex: Int(offset + length))
+        context.write(wrapOutboundOut(.body(.fileRegion(region)))).whenComplete { _ in try? handle.close() }
+    }
+
+    fileprivate func finish(keepAlive: Bool) {
+        guard let context else { return }
+        finish(context, keepAlive: keepAlive)
+    }
+
+    fileprivate func abort() { context?.close(promise: nil) }
+
+    private func finish(_ context: ChannelHandlerContext, keepAlive: Bool) {
+        inFlight = false
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        let channel = context.channel
+        if !keepAlive { done.whenComplete { _ in channel.close(promise: nil) } }
+    }
+
+    /// Answers with an error status and closes the connection (the request cannot be trusted any further).
+    func refuse(_ context: ChannelHandlerContext, status: HTTPResponseStatus, message: String) {
+        guard context.channel.isActive else { return }
+        let body = context.channel.allocator.buffer(string: message + "\n")
+        var headers = NIOHTTP1.HTTPHeaders([("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.readableBytes)), ("Connection", "close")])
+        headers.add(name: "X-Satchel-Error", value: message)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        inFlight = false
+        head = nil
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent, !inFlight {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Decoder errors: oversized headers are 431, anything else that is not HTTP is 400.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let parserError = error as? HTTPParserError {
+            let tooLarge = parserError == .headerOverflow
+            refuse(context, status: tooLarge ? .requestHeaderFieldsTooLarge : .badRequest,
+                   message: tooLarge ? "request headers over \(limits.maxHeaderBytes) bytes" : "malformed HTTP request")
+        } else {
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// Writes a response through its handler on the event loop; streams wait for each chunk's write, so a slow
+/// client slows the producer instead of filling memory.
+struct ResponseWriter: Sendable {
+    let handler: NIOLoopBound<HTTPConnectionHandler>
+    let loop: any EventLoop
+
+    func write(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool) async {
+        var fields = NIOHTTP1.HTTPHeaders()
+        for field in response.headers { fields.add(name: field.name, value: field.value) }
+        if !keepAlive { fields.replaceOrAdd(name: "Connection", value: "close") }
+        let head = HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: response.status), headers: fields)
+        let body = isHead ? ResponseBody.empty : response.body
+        let handler = self.handler
+        switch body {
+        case .empty, .bytes:
+            let bytes: [UInt8] = if case .bytes(let all) = body { all } else { [] }
+            loop.execute {
+                _ = handler.value.writeHead(head, flush: false)
+                if !bytes.isEmpty { _ = handler.value.writeBytes(bytes, flush: false) }
+                handler.value.finish(keepAlive: keepAlive)
+            }
+        case .file(let region):
+            // The server's own descriptor: NIO closes it after sendfile, the region keeps its own.
+            let descriptor = dup(region.descriptor)
+            let offset = region.offset
+            let length = region.length
+            loop.execute {
+                _ = handler.value.writeHead(head, flush: false)
+                guard descriptor >= 0 else { return handler.value.abort() }
+                handler.value.writeFile(descriptor: descriptor, offset: offset, length: length)
+                handler.value.finish(keepAlive: keepAlive)
+            }
+        case .stream(let stream):
+            do {
+                try await loop.flatSubmit { handler.value.writeHead(head, flush: true) ?? loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }.get()
+                for try await chunk in stream {
+                    try await loop.flatSubmit { handler.value.writeBytes(chunk, flush: true) ?? loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }.get()
+                }
+                loop.execute { handler.value.finish(keepAlive: keepAlive) }
+            } catch {
+                // The upstream broke mid-body or the client went away: the response cannot be completed.
+                loop.execute { handler.value.abort() }
+            }
+        }
+    }
+}
+
+/// A request copied out of NIO's types, so it can cross into a task.
+struct PendingRequest: Sendable {
+    let method: String
+    let target: String
+    let headers: SatchelCore.HTTPHeaders
+    let body: [UInt8]?
+    let version: HTTPVersion
+    let keepAlive: Bool
+
+    init(head: HTTPRequestHead, body: ByteBuffer?) {
+        method = head.method.rawValue
+        target = head.uri
+        var headers = SatchelCore.HTTPHeaders()
+        for (name, value) in head.headers { headers.add(name, value) }
+        self.headers = headers
+        self.body = body.map { Array($0.readableBytesView) }
+        version = head.version
+        keepAlive = head.isKeepAlive
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,79 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import SatchelCore
+import SatchelEngine
+import SatchelStore
+
+/// `satchel serve`: the engine over HTTP/1.1 on SwiftNIO, in origin mode (`GET /app/x` with a Host header)
+/// and forward-proxy mode (`GET http://host/app/x`, and CONNECT to allow-listed hosts), with keep-alive,
+/// pipelining, backpressure, sendfile for package files, limits (431, 413, 408, idle timeout, a connection
+/// cap) and graceful shutdown that lets in-flight responses finish.
+public final class LocalServer: Sendable {
+    public let responder: ServerResponder
+    public let configuration: ServerConfiguration
+    private let group: MultiThreadedEventLoopGroup
+    private let serverChannel = Locked<(any Channel)?>(nil)
+    /// Open connections, so that shutdown can ask each to quiesce.
+    private let children = Locked([ObjectIdentifier: any Channel]())
+
+    public init(responder: ServerResponder) {
+        self.responder = responder
+        configuration = responder.configuration
+        group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
+    }
+
+    /// Binds and starts accepting; returns the bound port.
+    public func start() async throws -> Int {
+        let responder = self.responder
+        let limits = configuration.limits
+        let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides)
+        let children = self.children
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 512)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { channel in
+                let key = ObjectIdentifier(channel)
+                let count = children.withLock { $0[key] = channel; return $0.count }
+                channel.closeFuture.whenComplete { _ in _ = children.withLock { $0.removeValue(forKey: key) } }
+                guard count <= limits.maxConnections else {
+                    // Over the cap: refuse at once rather than let the connection wait.
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+                    decoderLimits.maxHeaderListSize = limits.maxHeaderBytes
+                    decoderLimits.maxHeaderFieldSize = limits.maxHeaderBytes
+                    try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount(limits.idleTimeout)))
+                    try sync.addHandler(HTTPResponseEncoder(), name: ConnectTunnel.httpHandlerNames[0])
+                    try sync.addHandler(
+                        ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)),
+                        name: ConnectTunnel.httpHandlerNames[1])
+                    try sync.addHandler(HTTPServerPipelineHandler(), name: ConnectTunnel.httpHandlerNames[2])
+                    try sync.addHandler(HTTPConnectionHandler(responder: responder, limits: limits, connect: connect), name: ConnectTunnel.httpHandlerNames[3])
+                }
+            }
+        let channel = try await bootstrap.bind(host: configuration.bindHost, port: configuration.port).get()
+        serverChannel.withLock { $0 = channel }
+        return channel.localAddress?.port ?? configuration.port
+    }
+
+    /// Stops accepting, lets in-flight responses finish, closes idle connections, then stops the threads.
+    /// `HTTPServerPipelineHandler` does the per-connection part when it sees `ChannelShouldQuiesceEvent`:
+    /// it closes a connection at once when idle, or right after the response in flight.
+    public func shutdown() async throws {
+        guard let channel = serverChannel.withLock({ $0 }) else { return }
+        try? await channel.close()
+        let open = children.withLock { Array($0.values) }
+        for child in open { child.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
+        for child in open { try? await child.closeFuture.get() }
+        try await group.shutdownGracefully()
+    }
+
+    /// Open connections right now.
+    public var connectionCount: Int { children.withLock { $0.count } }
+}

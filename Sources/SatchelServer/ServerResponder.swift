@@ -1,0 +1,187 @@
+import Foundation
+import Logging
+import SatchelCore
+import SatchelEngine
+import SatchelStore
+
+/// Everything `satchel serve` does with one request, independent of the socket: map origin-form and
+/// absolute-form targets to the URL the engine sees, answer the `/_satchel/` endpoints, drop bodies when
+/// emulating WebKit, run the engine and the network fallback, inject the hook into HTML, and record the
+/// outcome for the status page.
+public final class ServerResponder: Sendable {
+    public let pipeline: RequestPipeline
+    public let store: PackageStore
+    public let configuration: ServerConfiguration
+    public let log: RequestLog
+    let logger: Logger
+    let publish: StaticFolder?
+
+    public init(store: PackageStore, pipeline: RequestPipeline, configuration: ServerConfiguration, log: RequestLog = RequestLog(), logger: Logger = Logger(label: "satchel.access")) {
+        self.store = store
+        self.pipeline = pipeline
+        self.configuration = configuration
+        self.log = log
+        self.logger = logger
+        publish = configuration.publishFolder.map { StaticFolder(root: $0) }
+    }
+
+    /// - Parameters:
+    ///   - target: the request-target as received: origin-form (`/app/x`) or absolute-form (`http://h/app/x`).
+    public func respond(method: String, target: String, headers: HTTPHeaders, body: [UInt8]?) async -> ResourceResponse {
+        let started = ContinuousClock.now
+        let isAbsolute = target.lowercased().hasPrefix("http://") || target.lowercased().hasPrefix("https://")
+        let path = isAbsolute ? (RequestURL(target)?.rawPath ?? "/") + (RequestURL(target)?.query.map { "?" + $0 } ?? "") : target
+        let hostHeader = Self.hostWithoutPort(headers["Host"] ?? "")
+        let (response, outcome, channel) = await answer(method: method, target: target, isAbsolute: isAbsolute, path: path, host: hostHeader, headers: headers, body: body)
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let shown = isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)"
+        if !path.hasPrefix("/_satchel/status") {
+            log.record(RequestLog.Entry(
+                time: Self.clock(), method: method, url: shown, status: response.status, outcome: outcome,
+                bodyChannel: channel == .none ? nil : channel.rawValue, milliseconds: (milliseconds * 10).rounded() / 10))
+        }
+        if configuration.accessLog {
+            logger.info("\(method) \(shown) \(response.status) \(outcome)\(channel == .none ? "" : " body:\(channel.rawValue)") \(String(format: "%.1f", milliseconds)) ms")
+        }
+        return response
+    }
+
+    private func answer(method: String, target: String, isAbsolute: Bool, path: String, host: String, headers: HTTPHeaders, body: [UInt8]?) async -> (ResourceResponse, String, BodyChannel) {
+        if path.hasPrefix("/_satchel/") || path == "/_satchel" {
+            return (await satchelEndpoint(method: method, path: path, headers: headers, body: body), "satchel", .none)
+        }
+        let engine = pipeline.engine
+        let url: String
+        if isAbsolute {
+            url = target
+        } else if engine.claims(host: host) || configuration.defaultHost == nil {
+            url = "https://\(host)\(target)"
+        } else {
+            if let publish, let response = publish.respond(to: ResourceRequest(method: method, url: target, headers: headers), path: path.split(separator: "?", maxSplits: 1)[0].description) {
+                return (response, "published", .none)
+            }
+            url = "https://\(configuration.defaultHost!)\(target)"
+        }
+        let requestBody = configuration.emulateBodyLoss ? nil : body
+        var requestHeaders = headers
+        if configuration.emulateBodyLoss { requestHeaders.remove("Content-Length") }
+        let (response, outcome, channel) = await pipeline.respond(to: ResourceRequest(method: method, url: url, headers: requestHeaders, body: requestBody))
+        let label: String
+        switch outcome {
+        case .package: label = response.status == 304 ? "not-modified" : response.status == 206 ? "range" : response.status < 400 ? "offline-hit" : "error"
+        case .network: label = "network"
+        case .packageAfterNetworkFailure: label = "package-after-network-failure"
+        case .offlinePage: label = "offline-page"
+        case .error: label = "error"
+        }
+        if configuration.injectHook, outcome == .package || outcome == .offlinePage || outcome == .packageAfterNetworkFailure {
+            return (await injectingHook(into: response), label, channel)
+        }
+        return (response, label, channel)
+    }
+
+    // MARK: /_satchel/
+
+    private func satchelEndpoint(method: String, path: String, headers: HTTPHeaders, body: [UInt8]?) async -> ResourceResponse {
+        let route = String(path.split(separator: "?", maxSplits: 1)[0])
+        switch (method, route) {
+        case ("GET", "/_satchel/hook.js"), ("HEAD", "/_satchel/hook.js"):
+            return Self.text(200, hookScript(), type: "text/javascript; charset=utf-8")
+        case ("POST", _) where route.hasPrefix("/_satchel/bodies/"):
+            let id = String(route.dropFirst("/_satchel/bodies/".count))
+            do {
+                try pipeline.engine.bodyStore.put(id, StoredBody(bytes: body ?? [], contentType: headers["Content-Type"], method: headers["X-Satchel-Method"]))
+                return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
+            } catch {
+                let status: Int
+                switch error {
+                case .bodyTooLarge, .storeFull, .tooManyBodies: status = 413
+                case .invalidID: status = 400
+                }
+                return Self.text(status, error.description + "\n")
+            }
+        case ("GET", "/_satchel/status.json"):
+            return Self.text(200, statusJSON(), type: "application/json; charset=utf-8")
+        case ("GET", "/_satchel/"), ("GET", "/_satchel"):
+            return Self.text(200, StatusPage.html(packages: (try? store.list()) ?? [], requests: log.recent, configuration: configuration), type: "text/html; charset=utf-8")
+        default:
+            return Self.text(404, "no such satchel endpoint: \(method) \(route)\n")
+        }
+    }
+
+    /// The hook, configured for every host the installed packages claim (http and https) and the upstreams.
+    func hookScript() -> String {
+        var origins: [String] = []
+        for package in pipeline.engine.servedPackages {
+            for host in package.manifest.scope.hosts where !host.isWildcard {
+                origins += ["http://\(host.value)", "https://\(host.value)"]
+                origins += pipeline.engine.configuration.customSchemes.sorted().map { "\($0)://\(host.value)" }
+            }
+        }
+        for host in configuration.allowedUpstreams where !host.isWildcard { origins += ["http://\(host.value)", "https://\(host.value)"] }
+        return HookScript.render(HookScript.Configuration(channels: pipeline.engine.configuration.bodyChannels ?? BodyChannels(), origins: Array(Set(origins)).sorted()))
+    }
+
+    func statusJSON() -> String {
+        struct Status: Encodable {
+            let packages: [InstalledPackage]
+            let requests: [RequestLog.Entry]
+            let injectHook: Bool
+            let emulateBodyLoss: Bool
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let status = Status(packages: (try? store.list()) ?? [], requests: log.recent, injectHook: configuration.injectHook, emulateBodyLoss: configuration.emulateBodyLoss)
+        return String(decoding: (try? encoder.encode(status)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// Adds `<script src="/_satchel/hook.js"></script>` as the first thing in `<head>` (or the document), so it
+    /// runs before the page's own scripts. HTML files are small; larger bodies are passed through untouched.
+    private func injectingHook(into response: ResourceResponse) async -> ResourceResponse {
+        guard response.status == 200 || response.status == 503, response.headers["Content-Type"]?.hasPrefix("text/html") == true else { return response }
+        let bytes: [UInt8]
+        switch response.body {
+        case .bytes(let all): bytes = all
+        case .file(let region) where region.length <= 4 << 20:
+            guard let all = try? region.readAll() else { return response }
+            bytes = all
+        default: return response
+        }
+        let tag = Array("<script src=\"/_satchel/hook.js\"></script>".utf8)
+        var insertAt = 0
+        let lower = bytes.prefix(4096).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        if let head = lower.firstRange(of: Array("<head".utf8)), let close = lower[head.upperBound...].firstIndex(of: UInt8(ascii: ">")) {
+            insertAt = close + 1
+        } else if let doctype = lower.firstRange(of: Array("<!doctype".utf8)), let close = lower[doctype.upperBound...].firstIndex(of: UInt8(ascii: ">")) {
+            insertAt = close + 1
+        }
+        var body = bytes
+        body.insert(contentsOf: tag, at: insertAt)
+        var headers = response.headers
+        headers.set("Content-Length", String(body.count))
+        if let etag = headers["ETag"] { headers.set("ETag", String(etag.dropLast()) + "-hook\"") }
+        return ResourceResponse(status: response.status, headers: headers, body: .bytes(body))
+    }
+
+    // MARK: Helpers
+
+    static func text(_ status: Int, _ text: String, type: String = "text/plain; charset=utf-8") -> ResourceResponse {
+        let body = Array(text.utf8)
+        return ResourceResponse(status: status, headers: ["Content-Type": type, "Content-Length": String(body.count), "Cache-Control": "no-store"], body: .bytes(body))
+    }
+
+    static func hostWithoutPort(_ host: String) -> String {
+        let lower = host.lowercased()
+        if lower.hasPrefix("[") { return lower.split(separator: "]").first.map { $0 + "]" } ?? lower }
+        return String(lower.split(separator: ":").first ?? Substring(lower))
+    }
+
+    static func clock() -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "HH:mm:ss.SSS"
+        return formatter.string(from: Date())
+    }
+}

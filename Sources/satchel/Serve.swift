@@ -1,0 +1,115 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import SatchelCore
+import SatchelEngine
+import SatchelServer
+import SatchelStore
+
+extension Satchel {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Serve the store's packages over HTTP, as an app's web view would see them (origin and forward-proxy modes).",
+            discussion: """
+                The first line on stdout is `listening on http://<bind>:<port>`. Starting counts as a launch; new
+                activations apply to the next request. Endpoints: /_satchel/ (status page), /_satchel/status.json,
+                /_satchel/hook.js, POST /_satchel/bodies/<id>. Use a browser with --proxy-server=http://<bind>:<port>
+                to load https://<package host>/... through the engine.
+                """)
+
+        @Option(help: "The store folder.", completion: .directory) var store: String
+        @Option(help: "Address to bind (loopback unless told otherwise).") var bind: String = "127.0.0.1"
+        @Option(help: "Port; 0 picks a free one.") var port: Int = 8080
+        @Option(help: "Host assumed for origin-mode requests whose Host names no package.") var defaultHost: String?
+        @Option(name: .customLong("allow-upstream"), help: "A host the network fallback and CONNECT may reach (repeatable; '*.' allowed).")
+        var allowUpstream: [String] = []
+        @Option(name: .customLong("upstream"), help: "<host>=<url>: send that host's network requests to another origin (repeatable).")
+        var upstreams: [String] = []
+        @Flag(help: "Add the body hook to served HTML.") var injectHook = false
+        @Flag(help: "Drop every request body that reaches the engine, as WebKit does.") var emulateBodyLoss = false
+        @Option(help: "Also serve this folder of bundles and catalogs as static files (for the updater).", completion: .directory)
+        var publish: String?
+        @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String = "info"
+        @Flag(help: "Turn the access log off (benchmarks).") var noAccessLog = false
+        @Option(help: "Event loop threads.") var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+
+        func validate() throws {
+            guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+            guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+            for spec in upstreams where !spec.contains("=") { throw ValidationError("--upstream must look like host=url, not \(spec)") }
+        }
+
+        func run() async throws {
+            let level = Logger.Level(rawValue: logLevel)!
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            let hosts: [HostPattern]
+            do { hosts = try allowUpstream.map { try HostPattern($0.lowercased()) } } catch { throw ValidationError("\(error)") }
+            var overrides: [String: String] = [:]
+            for spec in upstreams {
+                let parts = spec.split(separator: "=", maxSplits: 1)
+                overrides[parts[0].lowercased()] = String(parts[1])
+            }
+            let packageStore = try storeOperation { () throws(StoreError) in try PackageStore(root: store) }
+            let launch = try storeOperation { () throws(StoreError) in try packageStore.beginLaunch() }
+            for rollback in launch.rolledBack { Output.note("\(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)") }
+            let configuration = ServerConfiguration(
+                bindHost: bind, port: port, defaultHost: defaultHost, allowedUpstreams: hosts, upstreamOverrides: overrides,
+                injectHook: injectHook, emulateBodyLoss: emulateBodyLoss, publishFolder: publish, threads: threads, accessLog: !noAccessLog)
+            let engine: ResourceEngine
+            do {
+                engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(cors: .anyOrigin, activation: .immediate))
+            } catch {
+                Output.error("\(error)")
+                throw ExitCode.failure
+            }
+            let pipeline = RequestPipeline(engine: engine, policy: NetworkPolicy(allowedHosts: hosts, upstreamOverrides: overrides))
+            let server = LocalServer(responder: ServerResponder(store: packageStore, pipeline: pipeline, configuration: configuration))
+            let boundPort: Int
+            do { boundPort = try await server.start() } catch {
+                Output.error("cannot listen on \(bind):\(port): \(error)")
+                throw ExitCode.failure
+            }
+            Output.line("listening on http://\(bind):\(boundPort)")
+            await Self.waitForSignal()
+            Output.note("shutting down: finishing requests in flight")
+            try await server.shutdown()
+        }
+
+        /// Suspends until SIGINT or SIGTERM.
+        static func waitForSignal() async {
+            signal(SIGINT, SIG_IGN)
+            signal(SIGTERM, SIG_IGN)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let once = SignalOnce(continuation)
+                for number in [SIGINT, SIGTERM] {
+                    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                    source.setEventHandler { once.fire() }
+                    source.resume()
+                    SignalOnce.sources.append(source)
+                }
+            }
+        }
+    }
+}
+
+/// Resumes a continuation on the first signal only.
+final class SignalOnce: @unchecked Sendable {
+    nonisolated(unsafe) static var sources: [any DispatchSourceSignal] = []
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+
+    func fire() {
+        lock.lock()
+        let pending = continuation
+        continuation = nil
+        lock.unlock()
+        pending?.resume()
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain TCP client for server tests: writes exact bytes, reads what comes back, sees closes.
+final class RawClient {
+    let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+
+    /// Reads until `done` says the bytes so far are enough, the peer closes, or the timeout passes.
+    func read(until done: ([UInt8]) -> Bool = { _ in false }) -> (bytes: [UInt8], closed: Bool) {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        repeat {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress!, $0.count, 0) }
+            if count == 0 { return (data, true) }
+            if count < 0 { return (data, errno == ECONNRESET) }
+            data += buffer[..<count]
+        } while !done(data)
+        return (data, false)
+    }
+
+    /// Reads `count` complete responses (heads plus Content-Length bodies).
+    /// - Parameter heads: indexes of responses to HEAD requests, which have no body whatever their length says.
+    func responses(_ count: Int, heads: Set<Int> = []) -> [(status: Int, headers: [String: String], body: [UInt8])] {
+        var parsed: [(Int, [String: String], [UInt8])] = []
+        var pending: [UInt8] = []
+        while parsed.count < count {
+            if let (response, rest) = Self.parse(pending, head: heads.contains(parsed.count)) {
+                parsed.append(response)
+                pending = rest
+                continue
+            }
+            let (more, closed) = read { _ in true }
+            if more.isEmpty { break }  // closed, reset or timed out
+            _ = closed
+            pending += more
+        }
+        return parsed
+    }
+
+    static func parse(_ bytes: [UInt8], head isHead: Bool = false) -> ((Int, [String: String], [UInt8]), [UInt8])? {
+        guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else { return nil }
+        let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = Int(head[0].split(separator: " ")[1]) ?? 0
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = isHead ? 0 : Int(headers["content-length"] ?? "0") ?? 0
+        let bodyStart = end.upperBound
+        guard bytes.count - bodyStart >= length else { return nil }
+        return ((status, headers, Array(bytes[bodyStart..<bodyStart + length])), Array(bytes[(bodyStart + length)...]))
+    }
+}
