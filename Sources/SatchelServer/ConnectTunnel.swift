@@ -10,7 +10,7 @@ struct ConnectTunnel: Sendable {
     let allowed: [HostPattern]
     let overrides: [String: String]
     /// Names under which the server pipeline's HTTP handlers were added, removed when the tunnel opens.
-    static let httpHandlerNames = ["satchel.http.encoder", "satchel.http.decoder", "satchel.http.pipelining", "satchel.http.handler"]
+    static let httpHandlerNames = ["satchel.http.encoder", "satchel.http.decoder", "satchel.http.pipelining", "satchel.http.handler", "satchel.http.guard"]
 
     func handle(context: ChannelHandlerContext, head: HTTPRequestHead, handler: HTTPConnectionHandler) {
         let parts = head.uri.split(separator: ":")
@@ -96,6 +96,8 @@ final class GlueHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, case .inputClosed = event { partner?.partnerWriteEOF() }
+        // A tunnel has no response boundary to wait for: on shutdown it simply closes.
+        if event is ServerShutdownEvent { context.close(promise: nil) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) { partner?.partnerCloseFull() }

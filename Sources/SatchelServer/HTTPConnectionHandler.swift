@@ -19,7 +19,6 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var body: ByteBuffer?
     private var bodyTooLarge = false
     private var inFlight = false
-    private var readDeadline: Scheduled<Void>?
 
     init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel) {
         self.responder = responder
@@ -34,14 +33,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             body = nil
             bodyTooLarge = false
             inFlight = true
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            let timeout = limits.readTimeout
-            readDeadline = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-                let (handler, context) = loopBound.value
-                handler.refuse(context, status: .requestTimeout, message: "request not received within \(timeout)")
-            }
             if requestHead.method == .CONNECT {
-                readDeadline?.cancel()
+                context.pipeline.fireUserInboundEventTriggered(RequestReceivedEvent())
                 connect.handle(context: context, head: requestHead, handler: self)
                 return
             }
@@ -57,8 +50,9 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             }
             if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
         case .end:
-            readDeadline?.cancel()
-            guard let head else { return }
+            context.pipeline.fireUserInboundEventTriggered(RequestReceivedEvent())
+            // A CONNECT was answered by the tunnel when its head arrived.
+            guard let head, head.method != .CONNECT else { return }
             if bodyTooLarge {
                 refuse(context, status: .payloadTooLarge, message: "request body over \(limits.maxBodyBytes) bytes")
                 return
@@ -68,7 +62,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead) {
-        let request = PendingRequest(head: head, body: body)
+        var request = PendingRequest(head: head, body: body)
+        if closing { request.keepAlive = false }
         let responder = self.responder
         let writer = ResponseWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop), loop: context.eventLoop)
         Task {
@@ -110,11 +105,19 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     fileprivate func abort() { context?.close(promise: nil) }
 
     private func finish(_ context: ChannelHandlerContext, keepAlive: Bool) {
-        inFlight = false
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        // The request counts as in flight until its last byte has been handed to the socket: closing earlier
+        // (on shutdown) would discard what is still queued, such as the rest of a sendfile region.
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let channel = context.channel
-        if !keepAlive { done.whenComplete { _ in channel.close(promise: nil) } }
+        done.whenComplete { _ in
+            handler.value.inFlight = false
+            if !keepAlive || handler.value.closing { channel.close(promise: nil) }
+        }
     }
+
+    /// Set by ``ServerShutdownEvent``: finish what is in flight, take nothing new.
+    private var closing = false
 
     /// Answers with an error status and closes the connection (the request cannot be trusted any further).
     func refuse(_ context: ChannelHandlerContext, status: HTTPResponseStatus, message: String) {
@@ -131,11 +134,17 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent, !inFlight {
+        switch event {
+        case is IdleStateHandler.IdleStateEvent where !inFlight:
             context.close(promise: nil)
-            return
+        case is ServerShutdownEvent:
+            closing = true
+            if !inFlight { context.close(promise: nil) }
+        case is RequestReceivedEvent:
+            break
+        default:
+            context.fireUserInboundEventTriggered(event)
         }
-        context.fireUserInboundEventTriggered(event)
     }
 
     /// Decoder errors: oversized headers are 431, anything else that is not HTTP is 400.
@@ -197,6 +206,51 @@ struct ResponseWriter: Sendable {
     }
 }
 
+/// Sent to every connection when the server shuts down: finish the response in flight, then close.
+struct ServerShutdownEvent: Sendable {}
+
+/// Guards against clients that send a request too slowly (slowloris): from the first byte of a request, the
+/// whole request must arrive within the read timeout, or the connection gets a 408 and is closed. Sits in
+/// front of the HTTP decoder, so it sees bytes before any head is complete.
+final class SlowRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let timeout: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount) { self.timeout = timeout }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if timer == nil {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let seconds = timeout.nanoseconds / 1_000_000_000
+            timer = context.eventLoop.scheduleTask(in: timeout) {
+                let context = loopBound.value
+                let body = "request not received within \(seconds) s\n"
+                let text = "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nX-Satchel-Error: request not received in time\r\n\r\n" + body
+                let channel = context.channel
+                context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: text))).whenComplete { _ in channel.close(promise: nil) }
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is RequestReceivedEvent {
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { timer?.cancel() }
+}
+
+/// Fired through the pipeline when a whole request (head and body) has arrived.
+struct RequestReceivedEvent: Sendable {}
+
 /// A request copied out of NIO's types, so it can cross into a task.
 struct PendingRequest: Sendable {
     let method: String
@@ -204,7 +258,7 @@ struct PendingRequest: Sendable {
     let headers: SatchelCore.HTTPHeaders
     let body: [UInt8]?
     let version: HTTPVersion
-    let keepAlive: Bool
+    var keepAlive: Bool
 
     init(head: HTTPRequestHead, body: ByteBuffer?) {
         method = head.method.rawValue

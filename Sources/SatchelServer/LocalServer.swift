@@ -49,6 +49,7 @@ public final class LocalServer: Sendable {
                     decoderLimits.maxHeaderListSize = limits.maxHeaderBytes
                     decoderLimits.maxHeaderFieldSize = limits.maxHeaderBytes
                     try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount(limits.idleTimeout)))
+                    try sync.addHandler(SlowRequestGuard(timeout: TimeAmount(limits.readTimeout)), name: "satchel.http.guard")
                     try sync.addHandler(HTTPResponseEncoder(), name: ConnectTunnel.httpHandlerNames[0])
                     try sync.addHandler(
                         ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)),
@@ -63,14 +64,20 @@ public final class LocalServer: Sendable {
     }
 
     /// Stops accepting, lets in-flight responses finish, closes idle connections, then stops the threads.
-    /// `HTTPServerPipelineHandler` does the per-connection part when it sees `ChannelShouldQuiesceEvent`:
-    /// it closes a connection at once when idle, or right after the response in flight.
+    /// Each connection closes at once when idle, or once the last byte of its response in flight has been
+    /// handed to the socket (NIO's own quiescing closes as soon as the response's end is *queued*, which would
+    /// cut a sendfile short).
     public func shutdown() async throws {
         guard let channel = serverChannel.withLock({ $0 }) else { return }
         try? await channel.close()
         let open = children.withLock { Array($0.values) }
-        for child in open { child.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
-        for child in open { try? await child.closeFuture.get() }
+        for child in open { child.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent()) }
+        // Give responses in flight the grace period, then close whatever is left.
+        let deadline = ContinuousClock.now + configuration.limits.shutdownGrace
+        for child in open {
+            while child.isActive, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if child.isActive { try? await child.close() }
+        }
         try await group.shutdownGracefully()
     }
 

@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable {
         public var readTimeout: Duration
         /// Connections beyond this are refused (closed at once).
         public var maxConnections: Int
+        /// How long shutdown waits for responses in flight before closing their connections.
+        public var shutdownGrace: Duration = .seconds(30)
 
         public init(maxHeaderBytes: Int = 64 << 10, maxBodyBytes: Int = 64 << 20, idleTimeout: Duration = .seconds(60), readTimeout: Duration = .seconds(30), maxConnections: Int = 1024) {
             self.maxHeaderBytes = maxHeaderBytes

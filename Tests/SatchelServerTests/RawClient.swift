@@ -34,8 +34,16 @@ final class RawClient {
         }
     }
 
-    /// Reads until `done` says the bytes so far are enough, the peer closes, or the timeout passes.
-    func read(until done: ([UInt8]) -> Bool = { _ in false }) -> (bytes: [UInt8], closed: Bool) {
+    /// Reads until `done` says the bytes so far are enough, the peer closes, or the timeout passes. Runs on a
+    /// thread of its own: a blocking recv on the cooperative pool would starve the server under test.
+    func read(until done: @escaping @Sendable ([UInt8]) -> Bool = { _ in false }) async -> (bytes: [UInt8], closed: Bool) {
+        await withCheckedContinuation { continuation in
+            let client = UncheckedBox(self)
+            Thread.detachNewThread { continuation.resume(returning: client.value.readBlocking(until: done)) }
+        }
+    }
+
+    func readBlocking(until done: ([UInt8]) -> Bool) -> (bytes: [UInt8], closed: Bool) {
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         repeat {
@@ -49,7 +57,7 @@ final class RawClient {
 
     /// Reads `count` complete responses (heads plus Content-Length bodies).
     /// - Parameter heads: indexes of responses to HEAD requests, which have no body whatever their length says.
-    func responses(_ count: Int, heads: Set<Int> = []) -> [(status: Int, headers: [String: String], body: [UInt8])] {
+    func responses(_ count: Int, heads: Set<Int> = []) async -> [(status: Int, headers: [String: String], body: [UInt8])] {
         var parsed: [(Int, [String: String], [UInt8])] = []
         var pending: [UInt8] = []
         while parsed.count < count {
@@ -58,7 +66,7 @@ final class RawClient {
                 pending = rest
                 continue
             }
-            let (more, closed) = read { _ in true }
+            let (more, closed) = await read { _ in true }
             if more.isEmpty { break }  // closed, reset or timed out
             _ = closed
             pending += more
@@ -75,9 +83,34 @@ final class RawClient {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
+        if !isHead, headers["transfer-encoding"]?.lowercased() == "chunked" {
+            // size CRLF data CRLF ... 0 CRLF CRLF
+            var cursor = end.upperBound
+            var body: [UInt8] = []
+            while true {
+                guard let lineEnd = bytes[cursor...].firstRange(of: Array("\r\n".utf8)) else { return nil }
+                let size = Int(String(decoding: bytes[cursor..<lineEnd.lowerBound], as: UTF8.self), radix: 16) ?? 0
+                let dataStart = lineEnd.upperBound
+                guard bytes.count >= dataStart + size + 2 else { return nil }
+                if size == 0 { return ((status, headers, body), Array(bytes[(dataStart + 2)...])) }
+                body += bytes[dataStart..<dataStart + size]
+                cursor = dataStart + size + 2
+            }
+        }
         let length = isHead ? 0 : Int(headers["content-length"] ?? "0") ?? 0
         let bodyStart = end.upperBound
         guard bytes.count - bodyStart >= length else { return nil }
         return ((status, headers, Array(bytes[bodyStart..<bodyStart + length])), Array(bytes[(bodyStart + length)...]))
     }
+}
+
+/// A response's body as text ("" when there is no response).
+func bodyText(_ response: (status: Int, headers: [String: String], body: [UInt8])?) -> String {
+    String(decoding: response?.body ?? [], as: UTF8.self)
+}
+
+/// Carries a non-Sendable value to another thread that is its only user for the moment.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

@@ -46,17 +46,215 @@ struct ServerTests {
         let fixture = try await ServerFixture()
         let client = try RawClient(port: fixture.port)
         client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
-        let first = client.responses(1)
+        let first = await client.responses(1)
         try #require(first.count == 1)
         #expect(first[0].status == 200)
         #expect(String(decoding: first[0].body, as: UTF8.self).contains("home"))
         client.send("GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\nGET /missing.png HTTP/1.1\r\nHost: m.shop.example\r\n\r\nHEAD /app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
-        let pipelined = client.responses(3, heads: [2])
+        let pipelined = await client.responses(3, heads: [2])
         try #require(pipelined.count == 3)
         // The miss goes to the network, where no host is allowed: 403, never an open proxy.
         #expect(pipelined.map(\.status) == [200, 403, 200])
         #expect(String(decoding: pipelined[0].body, as: UTF8.self) == "console.log(1)")
         #expect(pipelined[2].body.isEmpty)
+        await fixture.stop()
+    }
+}
+
+/// The python origin of the engine tests, reused: echo, hang, big responses.
+final class Origin: @unchecked Sendable {
+    let process = Process()
+    let stdin = Pipe()
+    let port: Int
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("SatchelEngineTests/Resources/origin.py").path
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardInput = stdin
+        try process.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    func stop() {
+        try? stdin.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+@Suite("satchel serve: limits, proxy mode, CONNECT, bodies, shutdown", .serialized)
+struct ServerLimitTests {
+    @Test("headers over 64 KiB get 431; a body over the limit gets 413; both close the connection")
+    func sizeLimits() async throws {
+        var configuration = ServerConfiguration(port: 0, accessLog: false)
+        configuration.limits.maxBodyBytes = 1000
+        let fixture = try await ServerFixture(configuration: configuration)
+        let big = String(repeating: "a", count: 70_000)
+        let client = try RawClient(port: fixture.port)
+        client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\nX-Big: \(big)\r\n\r\n")
+        let headers = await client.responses(1)
+        #expect(headers.first?.status == 431)
+        #expect(await client.read().closed)
+        let post = try RawClient(port: fixture.port)
+        post.send("POST /_satchel/bodies/x HTTP/1.1\r\nHost: m.shop.example\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "b", count: 5000))
+        #expect(await post.responses(1).first?.status == 413)
+        #expect(await post.read().closed)
+        // Just under the header limit is fine.
+        let fine = try RawClient(port: fixture.port)
+        fine.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\nX-Big: \(String(repeating: "a", count: 60_000))\r\n\r\n")
+        #expect(await fine.responses(1).first?.status == 200)
+        await fixture.stop()
+    }
+
+    @Test("idle connections close; a slow request gets 408; connections over the cap are refused")
+    func timeouts() async throws {
+        var configuration = ServerConfiguration(port: 0, accessLog: false)
+        configuration.limits.idleTimeout = .milliseconds(500)
+        configuration.limits.readTimeout = .milliseconds(700)
+        configuration.limits.maxConnections = 2
+        let fixture = try await ServerFixture(configuration: configuration)
+        let idle = try RawClient(port: fixture.port)
+        let started = Date()
+        #expect(await idle.read().closed)
+        #expect(Date().timeIntervalSince(started) < 3)
+        let slow = try RawClient(port: fixture.port)
+        slow.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n")  // the head never ends
+        // Keep the connection busy enough not to be idle, but never finish the request.
+        for _ in 0..<3 {
+            try await Task.sleep(for: .milliseconds(300))
+            slow.send("X-Drip: 1\r\n")
+        }
+        let answer = await slow.read()
+        #expect(String(decoding: answer.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408"))
+        let a = try RawClient(port: fixture.port)
+        let b = try RawClient(port: fixture.port)
+        let c = try RawClient(port: fixture.port)
+        c.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        #expect(await c.read().bytes.isEmpty, "the third connection is over the cap")
+        a.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        #expect(await a.responses(1).first?.status == 200)
+        _ = b
+        await fixture.stop()
+    }
+
+    @Test("forward-proxy mode: absolute-form targets go through the engine; misses reach the allowed upstream; CONNECT only to allowed hosts")
+    func proxy() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        let configuration = ServerConfiguration(
+            port: 0, allowedUpstreams: [try HostPattern("m.shop.example"), try HostPattern("api.example")],
+            upstreamOverrides: ["m.shop.example": "http://127.0.0.1:\(origin.port)", "api.example": "http://127.0.0.1:\(origin.port)"], accessLog: false)
+        let fixture = try await ServerFixture(configuration: configuration)
+        let client = try RawClient(port: fixture.port)
+        client.send("GET http://m.shop.example/app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        let hit = await client.responses(1)
+        #expect(hit.first?.status == 200)
+        #expect(bodyText(hit.first) == "console.log(1)")
+        client.send("POST http://m.shop.example/echo?x=1 HTTP/1.1\r\nHost: m.shop.example\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+        let echoed = await client.responses(1)
+        #expect(echoed.first?.status == 200)
+        let echo = try JSONSerialization.jsonObject(with: Data(echoed.first?.body ?? [])) as? [String: Any]
+        #expect(echo?["path"] as? String == "/echo?x=1")
+        #expect(echo?["body"] as? String == Data("hello".utf8).base64EncodedString())
+
+        let denied = try RawClient(port: fixture.port)
+        denied.send("CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n")
+        #expect(await denied.responses(1).first?.status == 403)
+        let tunnel = try RawClient(port: fixture.port)
+        tunnel.send("CONNECT api.example:443 HTTP/1.1\r\nHost: api.example:443\r\n\r\n")
+        #expect(await tunnel.responses(1).first?.status == 200)
+        // Through the tunnel, plain HTTP to the origin the override named.
+        tunnel.send("GET /echo HTTP/1.1\r\nHost: api.example\r\n\r\n")
+        let through = await tunnel.responses(1)
+        #expect(through.first?.status == 200)
+        #expect(bodyText(through.first).contains("\"method\": \"GET\""))
+        await fixture.stop()
+    }
+
+    @Test("with body-loss emulation, a hooked request arrives whole and a plain one arrives empty")
+    func bodyLoss() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        let configuration = ServerConfiguration(
+            port: 0, allowedUpstreams: [try HostPattern("m.shop.example")], upstreamOverrides: ["m.shop.example": "http://127.0.0.1:\(origin.port)"],
+            injectHook: true, emulateBodyLoss: true, accessLog: false)
+        let fixture = try await ServerFixture(configuration: configuration)
+        let client = try RawClient(port: fixture.port)
+        // What the hook sends: the body in a header (it will also be in the request body, which is dropped).
+        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body: caf%C3%A9\r\nX-Satchel-Content-Type: text/plain\r\nContent-Length: 5\r\n\r\ncafé".replacingOccurrences(of: "Content-Length: 5", with: "Content-Length: 5"))
+        let restored = await client.responses(1)
+        let restoredEcho = try JSONSerialization.jsonObject(with: Data(restored.first?.body ?? [])) as? [String: Any]
+        #expect(restoredEcho?["body"] as? String == Data("café".utf8).base64EncodedString())
+        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nContent-Length: 4\r\n\r\nlost")
+        let lost = await client.responses(1)
+        let lostEcho = try JSONSerialization.jsonObject(with: Data(lost.first?.body ?? [])) as? [String: Any]
+        #expect(lostEcho?["body"] as? String == "", "without the hook the body is lost, as in a web view")
+        // The body store endpoint and the status of each restoration.
+        client.send("POST /_satchel/bodies/b1 HTTP/1.1\r\nHost: m.shop.example\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\n\u{1}\u{2}\u{3}")
+        #expect(await client.responses(1).first?.status == 204)
+        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body-Id: b1\r\nContent-Length: 0\r\n\r\n")
+        let stored = try JSONSerialization.jsonObject(with: Data(await client.responses(1).first?.body ?? [])) as? [String: Any]
+        #expect(stored?["body"] as? String == Data([1, 2, 3]).base64EncodedString())
+        client.send("GET /_satchel/status.json HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let status = try JSONSerialization.jsonObject(with: Data(await client.responses(1).first?.body ?? [])) as? [String: Any]
+        let channels = (status?["requests"] as? [[String: Any]] ?? []).compactMap { $0["bodyChannel"] as? String }
+        #expect(channels.contains("header"))
+        #expect(channels.contains("body-store"))
+        // HTML gets the hook; the hook is served.
+        client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\nGET /_satchel/hook.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        let pages = await client.responses(2)
+        #expect(bodyText(pages.first).contains("<head><script src=\"/_satchel/hook.js\"></script>"))
+        #expect(bodyText(pages.last).contains("http://m.shop.example"))
+        await fixture.stop()
+    }
+
+    @Test("graceful shutdown finishes the response in flight, then refuses new connections")
+    func shutdown() async throws {
+        let fixture = try await ServerFixture(bigFile: 32 << 20)
+        let client = try RawClient(port: fixture.port)
+        client.send("GET /big.mp4 HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        let partial = await client.read { $0.count > 1 << 20 }
+        #expect(!partial.closed)
+        let stopping = Task { try await fixture.server.shutdown() }
+        var received = partial.bytes
+        while true {
+            let (more, closed) = await client.read { _ in true }
+            received += more
+            if closed || more.isEmpty { break }
+        }
+        try await stopping.value
+        let head = received.firstRange(of: Array("\r\n\r\n".utf8))!
+        #expect(received.count - head.upperBound == 32 << 20, "the whole body arrived")
+        #expect((try? RawClient(port: fixture.port)) == nil, "no new connections after shutdown")
+        try? FileManager.default.removeItem(atPath: fixture.folder)
+    }
+
+    @Test("--publish serves a folder of bundles and catalogs with Range and ETag")
+    func publish() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-publish-\(UUID().uuidString)").path
+        try makeTree(folder, ["catalog.json": "{\"schema\":1}", "bundles/shop-1.0.0.zip": "0123456789"])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let fixture = try await ServerFixture(configuration: ServerConfiguration(port: 0, defaultHost: "m.shop.example", publishFolder: folder, accessLog: false))
+        let client = try RawClient(port: fixture.port)
+        client.send("GET /catalog.json HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.port)\r\n\r\n")
+        let catalog = await client.responses(1)
+        #expect(catalog.first?.status == 200)
+        #expect(bodyText(catalog.first) == "{\"schema\":1}")
+        let etag = catalog.first?.headers["etag"] ?? ""
+        client.send("GET /bundles/shop-1.0.0.zip HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=4-\r\n\r\nGET /catalog.json HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n")
+        let more = await client.responses(2)
+        #expect(more.first?.status == 206)
+        #expect(bodyText(more.first) == "456789")
+        #expect(more.last?.status == 304)
         await fixture.stop()
     }
 }
