@@ -239,8 +239,9 @@ struct FallbackTests {
             let growth = highest - before
             print("1 GiB upstream stream: resident memory rose by at most \(growth / 1024) KiB")
             // Measured here: 70-85 MB, the same for 1 GiB and 3 GiB (malloc keeps freed 1 MiB chunks in the
-            // arenas of URLSession's threads); an unbounded buffer would grow with the response.
-            #expect(growth < 128 << 20, "resident memory rose by \(growth) bytes while streaming 1 GiB")
+            // arenas of URLSession's threads). On Linux the fetcher cannot suspend URLSession (see
+            // URLSessionFetcher.Exchange.canSuspend), so the bound is the consumer's lag: generous here.
+            #expect(growth < 256 << 20, "resident memory rose by \(growth) bytes while streaming 1 GiB")
         }
     }
 }
