@@ -196,6 +196,12 @@ public final class ResourceEngine: Sendable {
             body: .file(region))
     }
 
+    /// Whether handling `request` would restore a body (and so consume a stored body): callers with a fast
+    /// path must then take the full one.
+    public func restoresBody(_ request: ResourceRequest) -> Bool {
+        configuration.bodyChannels.map { Self.mayCarryRestoredBody(request, $0) } ?? false
+    }
+
     /// Cheap test for the hot path: only a request with a satchel header or parameter needs the restorer.
     static func mayCarryRestoredBody(_ request: ResourceRequest, _ channels: BodyChannels) -> Bool {
         if request.url.contains("?"), request.url.contains(channels.queryParameter) || request.url.contains(channels.bodyIDParameter) { return true }

@@ -66,6 +66,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         if closing { request.keepAlive = false }
         let responder = self.responder
         let writer = ResponseWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop), loop: context.eventLoop)
+        // Package hits are answered right here on the event loop; only misses (the network) need a task.
+        if let response = responder.respondFromPackages(method: request.method, target: request.target, headers: request.headers, body: request.body) {
+            writer.writeNow(response, isHead: request.method == "HEAD", version: request.version, keepAlive: request.keepAlive)
+            return
+        }
         Task {
             let response = await responder.respond(method: request.method, target: request.target, headers: request.headers, body: request.body)
             await writer.write(response, isHead: request.method == "HEAD", version: request.version, keepAlive: request.keepAlive)
@@ -164,6 +169,35 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 struct ResponseWriter: Sendable {
     let handler: NIOLoopBound<HTTPConnectionHandler>
     let loop: any EventLoop
+
+    /// For responses whose body is already at hand (bytes or a file), from the event loop itself.
+    func writeNow(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool) {
+        let head = Self.head(response, version: version, keepAlive: keepAlive)
+        let handler = self.handler.value
+        let body = isHead ? ResponseBody.empty : response.body
+        _ = handler.writeHead(head, flush: false)
+        switch body {
+        case .bytes(let bytes) where !bytes.isEmpty: _ = handler.writeBytes(bytes, flush: false)
+        case .file(let region):
+            let descriptor = dup(region.descriptor)
+            guard descriptor >= 0 else { return handler.abort() }
+            handler.writeFile(descriptor: descriptor, offset: region.offset, length: region.length)
+        case .stream:
+            // Package hits never stream; keep the contract anyway by finishing through the async path.
+            let copy = self
+            Task { await copy.write(response, isHead: isHead, version: version, keepAlive: keepAlive) }
+            return
+        default: break
+        }
+        handler.finish(keepAlive: keepAlive)
+    }
+
+    static func head(_ response: ResourceResponse, version: HTTPVersion, keepAlive: Bool) -> HTTPResponseHead {
+        var fields = NIOHTTP1.HTTPHeaders()
+        for field in response.headers { fields.add(name: field.name, value: field.value) }
+        if !keepAlive { fields.replaceOrAdd(name: "Connection", value: "close") }
+        return HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: response.status), headers: fields)
+    }
 
     func write(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool) async {
         var fields = NIOHTTP1.HTTPHeaders()

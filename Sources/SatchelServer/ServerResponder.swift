@@ -33,18 +33,49 @@ public final class ServerResponder: Sendable {
         let path = isAbsolute ? (RequestURL(target)?.rawPath ?? "/") + (RequestURL(target)?.query.map { "?" + $0 } ?? "") : target
         let hostHeader = Self.hostWithoutPort(headers["Host"] ?? "")
         let (response, outcome, channel) = await answer(method: method, target: target, isAbsolute: isAbsolute, path: path, host: hostHeader, headers: headers, body: body)
+        let shown = isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)"
+        record(method: method, shown: shown, path: path, status: response.status, outcome: outcome, channel: channel, started: started)
+        return response
+    }
+
+    /// The fast path, for the event loop: answers when a package (or a definite error) can, with no network
+    /// and no task hop; nil when the request needs ``respond(method:target:headers:body:)``.
+    public func respondFromPackages(method: String, target: String, headers: HTTPHeaders, body: [UInt8]?) -> ResourceResponse? {
+        let started = ContinuousClock.now
+        let isAbsolute = target.utf8.first != UInt8(ascii: "/")
+        guard !isAbsolute || target.lowercased().hasPrefix("http://") || target.lowercased().hasPrefix("https://") else { return nil }
+        let host = Self.hostWithoutPort(headers["Host"] ?? "")
+        let url: String
+        if isAbsolute {
+            url = target
+        } else {
+            guard !target.hasPrefix("/_satchel"), pipeline.engine.claims(host: host) else { return nil }
+            url = "https://\(host)\(target)"
+        }
+        var requestHeaders = headers
+        if configuration.emulateBodyLoss { requestHeaders.remove("Content-Length") }
+        let request = ResourceRequest(method: method, url: url, headers: requestHeaders, body: configuration.emulateBodyLoss ? nil : body)
+        // Only plain reads: anything else may go to the network, and a body restoration must happen once.
+        guard method == "GET" || method == "HEAD", !pipeline.engine.restoresBody(request),
+            case .response(var response) = pipeline.engine.handleSynchronously(request)
+        else { return nil }
+        let label = response.status == 304 ? "not-modified" : response.status == 206 ? "range" : response.status < 400 ? "offline-hit" : "error"
+        if configuration.injectHook { response = injectingHook(into: response) }
+        record(method: method, shown: isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)", path: target, status: response.status, outcome: label, channel: .none, started: started)
+        return response
+    }
+
+    private func record(method: String, shown: String, path: String, status: Int, outcome: String, channel: BodyChannel, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        let shown = isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)"
         if !path.hasPrefix("/_satchel/status") {
             log.record(RequestLog.Entry(
-                time: Self.clock(), method: method, url: shown, status: response.status, outcome: outcome,
+                time: Self.clock(), method: method, url: shown, status: status, outcome: outcome,
                 bodyChannel: channel == .none ? nil : channel.rawValue, milliseconds: (milliseconds * 10).rounded() / 10))
         }
         if configuration.accessLog {
-            logger.info("\(method) \(shown) \(response.status) \(outcome)\(channel == .none ? "" : " body:\(channel.rawValue)") \(String(format: "%.1f", milliseconds)) ms")
+            logger.info("\(method) \(shown) \(status) \(outcome)\(channel == .none ? "" : " body:\(channel.rawValue)") \(String(format: "%.1f", milliseconds)) ms")
         }
-        return response
     }
 
     private func answer(method: String, target: String, isAbsolute: Bool, path: String, host: String, headers: HTTPHeaders, body: [UInt8]?) async -> (ResourceResponse, String, BodyChannel) {
@@ -76,7 +107,7 @@ public final class ServerResponder: Sendable {
         case .error: label = "error"
         }
         if configuration.injectHook, outcome == .package || outcome == .offlinePage || outcome == .packageAfterNetworkFailure {
-            return (await injectingHook(into: response), label, channel)
+            return (injectingHook(into: response), label, channel)
         }
         return (response, label, channel)
     }
@@ -138,7 +169,7 @@ public final class ServerResponder: Sendable {
 
     /// Adds `<script src="/_satchel/hook.js"></script>` as the first thing in `<head>` (or the document), so it
     /// runs before the page's own scripts. HTML files are small; larger bodies are passed through untouched.
-    private func injectingHook(into response: ResourceResponse) async -> ResourceResponse {
+    private func injectingHook(into response: ResourceResponse) -> ResourceResponse {
         guard response.status == 200 || response.status == 503, response.headers["Content-Type"]?.hasPrefix("text/html") == true else { return response }
         let bytes: [UInt8]
         switch response.body {
@@ -177,11 +208,14 @@ public final class ServerResponder: Sendable {
         return String(lower.split(separator: ":").first ?? Substring(lower))
     }
 
+    /// `HH:mm:ss.SSS` in UTC, by arithmetic: a DateFormatter per request cost more than serving the file.
     static func clock() -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "HH:mm:ss.SSS"
-        return formatter.string(from: Date())
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let seconds = Int(now.tv_sec) % 86_400
+        let millis = Int(now.tv_nsec) / 1_000_000
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(two(seconds / 3600)):\(two(seconds % 3600 / 60)):\(two(seconds % 60)).\(ms)"
     }
 }

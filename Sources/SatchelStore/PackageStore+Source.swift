@@ -22,7 +22,16 @@ extension PackageStore: PackageSource {
     /// per package.
     public func changeToken() -> [Int64] {
         var token: [Int64] = []
-        for name in FileSystem.list(layout.packages) {
+        var folder = stat()
+        // Adding or removing a package changes the folder's modification time; then each state file.
+        if stat(layout.packages, &folder) == 0 {
+            #if canImport(Darwin)
+            token.append(Int64(folder.st_mtimespec.tv_sec) * 1_000_000_000 + Int64(folder.st_mtimespec.tv_nsec))
+            #else
+            token.append(Int64(folder.st_mtim.tv_sec) * 1_000_000_000 + Int64(folder.st_mtim.tv_nsec))
+            #endif
+        }
+        for name in packageNamesCache(folderToken: token.first ?? 0) {
             var info = stat()
             guard stat(layout.packages + "/" + name + "/state.json", &info) == 0 else { continue }
             #if canImport(Darwin)
@@ -32,9 +41,18 @@ extension PackageStore: PackageSource {
             #endif
             token.append(Int64(bitPattern: UInt64(info.st_ino)))
             token.append(nanoseconds)
-            token.append(Int64(name.hashValue))
         }
         return token
+    }
+
+    /// The package folder names, listed again only when the folder's modification time changed.
+    private func packageNamesCache(folderToken: Int64) -> [String] {
+        packageNames.withLock { cache in
+            if cache.token != folderToken || cache.names == nil {
+                cache = (folderToken, FileSystem.list(layout.packages))
+            }
+            return cache.names ?? []
+        }
     }
 
     public func pin(_ packages: [ServedPackage]) throws -> any Sendable {

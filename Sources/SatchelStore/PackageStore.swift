@@ -91,6 +91,8 @@ public struct CheckProblem: Sendable, Equatable, Codable, CustomStringConvertibl
 public final class PackageStore: Sendable {
     public let layout: StoreLayout
     public let configuration: StoreConfiguration
+    /// For ``changeToken()``: the package names and the folder time they were listed at.
+    let packageNames = Locked<(token: Int64, names: [String]?)>((0, nil))
 
     /// Opens (creating when missing) the store at `root`, and recovers from any interrupted operation.
     public init(root: String, configuration: StoreConfiguration = StoreConfiguration()) throws(StoreError) {
