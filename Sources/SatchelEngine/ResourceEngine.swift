@@ -219,24 +219,16 @@ public final class ResourceEngine: Sendable {
         addCORS(to: &headers, origin: request.headers["Origin"])
         if configuration.diagnosticHeader { headers.add("X-Satchel-Source", "\(package.label) \(file.record.path)") }
 
-        // RFC 9110 §13.2.2: If-None-Match is evaluated before Range.
-        if let condition = request.headers["If-None-Match"], EntityTag.noneMatchHits(condition, etag: file.etag) {
-            return ResourceResponse(status: 304, headers: headers)
-        }
         var range: ClosedRange<Int64>?
-        if method == "GET", let value = request.headers["Range"], let parsed = RangeRequest.parse(value) {
-            let honoured = request.headers["If-Range"].map { EntityTag.ifRangeAllowsRange($0, etag: file.etag) } ?? true
-            if honoured {
-                let ranges = parsed.resolve(against: size)
-                if ranges.isEmpty {
-                    headers.add("Content-Range", "bytes */\(size)")
-                    headers.add("Content-Length", "0")
-                    return ResourceResponse(status: 416, headers: headers)
-                }
-                // One range is served as 206; several are answered with the whole body (200), which RFC 9110
-                // allows and which every media element handles.
-                if ranges.count == 1 { range = ranges[0] }
-            }
+        switch RepresentationSelection.select(method: method, headers: request.headers, etag: file.etag, size: size) {
+        case .notModified:
+            return ResourceResponse(status: 304, headers: headers)
+        case .unsatisfiable:
+            headers.add("Content-Range", "bytes */\(size)")
+            headers.add("Content-Length", "0")
+            return ResourceResponse(status: 416, headers: headers)
+        case .partial(let selected): range = selected
+        case .full: break
         }
         let offset = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size

@@ -18,20 +18,16 @@ struct StaticFolder: Sendable {
         var headers: HTTPHeaders = [
             "Content-Type": MIMETable.entry(for: relative).type, "ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "no-cache",
         ]
-        if let condition = request.headers["If-None-Match"], EntityTag.noneMatchHits(condition, etag: etag) {
-            return ResourceResponse(status: 304, headers: headers)
-        }
         var range: ClosedRange<Int64>?
-        if request.method == "GET", let value = request.headers["Range"], let parsed = RangeRequest.parse(value),
-            request.headers["If-Range"].map({ EntityTag.ifRangeAllowsRange($0, etag: etag) }) ?? true
-        {
-            let ranges = parsed.resolve(against: size)
-            if ranges.isEmpty {
-                headers.add("Content-Range", "bytes */\(size)")
-                headers.add("Content-Length", "0")
-                return ResourceResponse(status: 416, headers: headers)
-            }
-            if ranges.count == 1 { range = ranges[0] }
+        switch RepresentationSelection.select(method: request.method, headers: request.headers, etag: etag, size: size) {
+        case .notModified:
+            return ResourceResponse(status: 304, headers: headers)
+        case .unsatisfiable:
+            headers.add("Content-Range", "bytes */\(size)")
+            headers.add("Content-Length", "0")
+            return ResourceResponse(status: 416, headers: headers)
+        case .partial(let selected): range = selected
+        case .full: break
         }
         let offset = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
