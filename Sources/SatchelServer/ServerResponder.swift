@@ -30,7 +30,8 @@ public final class ServerResponder: Sendable {
     public func respond(method: String, target: String, headers: HTTPHeaders, body: [UInt8]?) async -> ResourceResponse {
         let started = ContinuousClock.now
         let isAbsolute = target.lowercased().hasPrefix("http://") || target.lowercased().hasPrefix("https://")
-        let path = isAbsolute ? (RequestURL(target)?.rawPath ?? "/") + (RequestURL(target)?.query.map { "?" + $0 } ?? "") : target
+        let parsed = isAbsolute ? RequestURL(target) : nil
+        let path = isAbsolute ? (parsed?.rawPath ?? "/") + (parsed?.query.map { "?" + $0 } ?? "") : target
         let hostHeader = Self.hostWithoutPort(headers["Host"] ?? "")
         let (response, outcome, channel) = await answer(method: method, target: target, isAbsolute: isAbsolute, path: path, host: hostHeader, headers: headers, body: body)
         let shown = isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)"
