@@ -1,0 +1,220 @@
+import Foundation
+
+/// A release catalog, `catalog.json` (DESIGN.md, Formats: Catalog): what an updater may install, hosted as a
+/// static file beside the bundles. Like the manifest, it has one canonical serialisation, so
+/// `catalog.json.sig` signs exactly ``canonicalBytes`` and two runs of `satchel catalog` agree byte for byte.
+///
+/// The initialiser and ``decode(_:)`` check every rule, so code holding a `Catalog` never re-checks it.
+public struct Catalog: Hashable, Sendable {
+    public static let schemaVersion = 1
+    public static let fileName = "catalog.json"
+    public static let signatureFileName = "catalog.json.sig"
+    /// Catalogs are small; a larger answer is not a catalog.
+    public static let maxBytes = 8 << 20
+
+    public let schema: Int
+    /// After this instant an updater refuses the catalog, so an old one cannot be replayed.
+    public let expires: Timestamp
+    /// Sorted by id, then version (newest last).
+    public let packages: [CatalogEntry]
+
+    public init(expires: Timestamp, packages: [CatalogEntry]) throws(CatalogError) {
+        schema = Self.schemaVersion
+        self.expires = expires
+        self.packages = packages.sorted { ($0.id.value, $0.version) < ($1.id.value, $1.version) }
+        var seen = Set<String>()
+        for entry in self.packages {
+            guard seen.insert("\(entry.id) \(entry.version)").inserted else {
+                throw .duplicateEntry(id: entry.id.value, version: entry.version.description)
+            }
+            try entry.check()
+        }
+    }
+
+    /// Whether the catalog may no longer be trusted at `now`.
+    public func isExpired(at now: Timestamp) -> Bool { now >= expires }
+
+    /// Every version of `id` the catalog offers, oldest first.
+    public func entries(for id: PackageID) -> [CatalogEntry] { packages.filter { $0.id == id } }
+
+    /// The ids the catalog offers, in order.
+    public var packageIDs: [PackageID] {
+        var ids: [PackageID] = []
+        for entry in packages where ids.last != entry.id { ids.append(entry.id) }
+        return ids
+    }
+
+    // MARK: Serialisation
+
+    public var canonicalBytes: [UInt8] {
+        CanonicalJSON.object([
+            "schema": .integer(Int64(schema)),
+            "expires": .string(expires.description),
+            "packages": .array(packages.map(\.canonicalJSON)),
+        ]).bytes
+    }
+
+    /// Parses and checks catalog bytes. Unlike manifests, non-canonical catalogs are accepted: a release team
+    /// may write or edit one by hand; the signature covers whatever bytes were published.
+    public static func decode(_ bytes: [UInt8]) throws(CatalogError) -> Catalog {
+        guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count) }
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
+        } catch let error as FieldError {
+            throw .invalidField(error)
+        } catch let DecodingError.dataCorrupted(context) {
+            if let field = context.underlyingError as? FieldError { throw .invalidField(field) }
+            throw .malformed(context.codingPath.isEmpty ? "not valid JSON" : "bad value at \(path(context.codingPath))")
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw .missingField(path(context.codingPath + [key]))
+        } catch let DecodingError.typeMismatch(_, context) {
+            throw .malformed("wrong type at \(path(context.codingPath))")
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw .missingField(path(context.codingPath))
+        } catch {
+            throw .malformed("\(error)")
+        }
+        guard wire.schema == schemaVersion else { throw .unsupportedSchema(wire.schema) }
+        return try Catalog(
+            expires: wire.expires,
+            packages: wire.packages.map { entry in
+                CatalogEntry(
+                    id: entry.id, version: entry.version, url: entry.url, size: entry.size, sha256: entry.sha256,
+                    minRuntime: entry.minRuntime,
+                    deltas: entry.deltas.map { CatalogDelta(from: $0.from, url: $0.url, size: $0.size, sha256: $0.sha256) })
+            })
+    }
+
+    private struct Wire: Decodable {
+        struct Entry: Decodable {
+            let id: PackageID
+            let version: SemanticVersion
+            let url: String
+            let size: Int64
+            let sha256: String
+            let minRuntime: SemanticVersion?
+            let deltas: [Delta]
+        }
+        struct Delta: Decodable {
+            let from: SemanticVersion
+            let url: String
+            let size: Int64
+            let sha256: String
+        }
+        let schema: Int
+        let expires: Timestamp
+        let packages: [Entry]
+    }
+
+    private static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+/// One installable version in a catalog: the full bundle, and the deltas that lead to it.
+public struct CatalogEntry: Hashable, Sendable {
+    public var id: PackageID
+    public var version: SemanticVersion
+    /// Absolute, or relative to the catalog's own URL.
+    public var url: String
+    public var size: Int64
+    public var sha256: String
+    public var minRuntime: SemanticVersion?
+    /// Sorted by base version.
+    public var deltas: [CatalogDelta]
+
+    public init(
+        id: PackageID, version: SemanticVersion, url: String, size: Int64, sha256: String, minRuntime: SemanticVersion? = nil,
+        deltas: [CatalogDelta] = []
+    ) {
+        self.id = id
+        self.version = version
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+        self.minRuntime = minRuntime
+        self.deltas = deltas.sorted { $0.from < $1.from }
+    }
+
+    /// Whether a runtime (the app's Satchel runtime version) may install this version.
+    public func isCompatible(withRuntime runtime: SemanticVersion?) -> Bool {
+        guard let minRuntime, let runtime else { return true }
+        return !(runtime < minRuntime)
+    }
+
+    /// The delta from `base`, if the catalog has one.
+    public func delta(from base: SemanticVersion) -> CatalogDelta? { deltas.first { $0.from == base } }
+
+    fileprivate func check() throws(CatalogError) {
+        let name = "\(id) \(version)"
+        try Self.checkDownload(url: url, size: size, sha256: sha256, in: name)
+        var bases = Set<SemanticVersion>()
+        for delta in deltas {
+            guard delta.from != version else { throw .invalidEntry(name, reason: "has a delta from itself") }
+            guard bases.insert(delta.from).inserted else { throw .invalidEntry(name, reason: "lists the delta from \(delta.from) twice") }
+            try Self.checkDownload(url: delta.url, size: delta.size, sha256: delta.sha256, in: "\(name) (delta from \(delta.from))")
+        }
+    }
+
+    private static func checkDownload(url: String, size: Int64, sha256: String, in name: String) throws(CatalogError) {
+        guard !url.isEmpty, !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
+            throw .invalidEntry(name, reason: "url \(url.debugDescription) is empty or has spaces or control characters")
+        }
+        guard size > 0 else { throw .invalidEntry(name, reason: "size \(size) must be positive") }
+        guard Digests.isSHA256Hex(sha256) else { throw .invalidEntry(name, reason: "sha256 must be 64 lower-case hex digits") }
+    }
+
+    var canonicalJSON: CanonicalJSON {
+        var object: [String: CanonicalJSON] = [
+            "id": .string(id.value), "version": .string(version.description), "url": .string(url),
+            "size": .integer(size), "sha256": .string(sha256),
+            "deltas": .array(deltas.map { delta in
+                .object([
+                    "from": .string(delta.from.description), "url": .string(delta.url), "size": .integer(delta.size),
+                    "sha256": .string(delta.sha256),
+                ])
+            }),
+        ]
+        if let minRuntime { object["minRuntime"] = .string(minRuntime.description) }
+        return .object(object)
+    }
+}
+
+/// A delta bundle in a catalog, leading from `from` to the entry's version.
+public struct CatalogDelta: Hashable, Sendable {
+    public var from: SemanticVersion
+    public var url: String
+    public var size: Int64
+    public var sha256: String
+
+    public init(from: SemanticVersion, url: String, size: Int64, sha256: String) {
+        self.from = from
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+    }
+}
+
+/// Why a catalog was refused; each case names the field or entry at fault.
+public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
+    case malformed(String)
+    case tooLarge(Int)
+    case missingField(String)
+    case invalidField(FieldError)
+    case unsupportedSchema(Int)
+    case duplicateEntry(id: String, version: String)
+    case invalidEntry(String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let why): "catalog is malformed: \(why)"
+        case .tooLarge(let size): "catalog is \(size) bytes, more than the \(Catalog.maxBytes) allowed"
+        case .missingField(let field): "catalog lacks the field \(field)"
+        case .invalidField(let error): "catalog has an \(error)"
+        case .unsupportedSchema(let schema): "catalog schema \(schema) is not supported (this Satchel reads schema \(Catalog.schemaVersion))"
+        case .duplicateEntry(let id, let version): "catalog lists \(id) \(version) twice"
+        case .invalidEntry(let name, let reason): "catalog entry \(name): \(reason)"
+        }
+    }
+}

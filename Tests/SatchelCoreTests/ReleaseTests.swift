@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+@testable import SatchelCore
+
+private func v(_ raw: String) -> SemanticVersion { try! SemanticVersion(raw) }
+private let shaA = String(repeating: "a", count: 64)
+private let shaB = String(repeating: "b", count: 64)
+
+private func entry(_ version: String, size: Int64 = 1000, minRuntime: String? = nil, deltas: [(String, Int64)] = []) -> CatalogEntry {
+    CatalogEntry(
+        id: try! PackageID("shop"), version: v(version), url: "shop-\(version).zip", size: size, sha256: shaA,
+        minRuntime: minRuntime.map(v),
+        deltas: deltas.map { CatalogDelta(from: v($0.0), url: "shop-\($0.0)-\(version).zip", size: $0.1, sha256: shaB) })
+}
+
+@Suite struct CatalogTests {
+    @Test func canonicalBytesRoundTripAndSortEntries() throws {
+        let catalog = try Catalog(
+            expires: Timestamp(secondsSinceEpoch: 1_800_000_000),
+            packages: [entry("1.1.0", minRuntime: "2.0.0", deltas: [("1.0.0", 10)]), entry("1.0.0")])
+        let text = String(decoding: catalog.canonicalBytes, as: UTF8.self)
+        #expect(text == #"{"expires":"2027-01-15T08:00:00Z","packages":[{"deltas":[],"id":"shop","sha256":"\#(shaA)","size":1000,"url":"shop-1.0.0.zip","version":"1.0.0"},{"deltas":[{"from":"1.0.0","sha256":"\#(shaB)","size":10,"url":"shop-1.0.0-1.1.0.zip"}],"id":"shop","minRuntime":"2.0.0","sha256":"\#(shaA)","size":1000,"url":"shop-1.1.0.zip","version":"1.1.0"}],"schema":1}"#)
+        #expect(try Catalog.decode(catalog.canonicalBytes) == catalog)
+        #expect(catalog.isExpired(at: Timestamp(secondsSinceEpoch: 1_800_000_000)))
+        #expect(!catalog.isExpired(at: Timestamp(secondsSinceEpoch: 1_799_999_999)))
+    }
+
+    @Test func refusesBadCatalogsNamingTheFault() {
+        let expires = #""expires":"2030-01-01T00:00:00Z""#
+        let cases: [(String, CatalogError)] = [
+            ("[]", .malformed("wrong type at ")),
+            (#"{"schema":2,\#(expires),"packages":[]}"#, .unsupportedSchema(2)),
+            (#"{"schema":1,"packages":[]}"#, .missingField("expires")),
+            (#"{"schema":1,\#(expires),"packages":[{"id":"shop","version":"1.0.0","url":"a.zip","size":1,"sha256":"\#(shaA)","deltas":[]},{"id":"shop","version":"1.0.0","url":"b.zip","size":1,"sha256":"\#(shaA)","deltas":[]}]}"#,
+             .duplicateEntry(id: "shop", version: "1.0.0")),
+            (#"{"schema":1,\#(expires),"packages":[{"id":"shop","version":"1.0.0","url":"a.zip","size":1,"sha256":"ABC","deltas":[]}]}"#,
+             .invalidEntry("shop 1.0.0", reason: "sha256 must be 64 lower-case hex digits")),
+            (#"{"schema":1,\#(expires),"packages":[{"id":"shop","version":"1.0.0","url":"a b.zip","size":1,"sha256":"\#(shaA)","deltas":[]}]}"#,
+             .invalidEntry("shop 1.0.0", reason: #"url "a b.zip" is empty or has spaces or control characters"#)),
+            (#"{"schema":1,\#(expires),"packages":[{"id":"shop","version":"1.0.0","url":"a.zip","size":1,"sha256":"\#(shaA)","deltas":[{"from":"1.0.0","url":"d.zip","size":1,"sha256":"\#(shaA)"}]}]}"#,
+             .invalidEntry("shop 1.0.0", reason: "has a delta from itself")),
+        ]
+        for (text, expected) in cases {
+            #expect(throws: expected, "\(text)") { try Catalog.decode(Array(text.utf8)) }
+        }
+    }
+}
+
+@Suite struct UpdatePlanTests {
+    let catalog = try! Catalog(
+        expires: Timestamp(secondsSinceEpoch: 1_800_000_000),
+        packages: [
+            entry("1.0.0"), entry("1.1.0", deltas: [("1.0.0", 50), ("0.9.0", 5000)]),
+            entry("2.0.0", minRuntime: "3.0.0", deltas: [("1.1.0", 10)]),
+        ])
+    let shop = try! PackageID("shop")
+
+    func plan(active: String?, versions: [String] = [], runtime: String? = "2.0.0", downgrade: Bool = false) throws -> UpdatePlan {
+        try UpdatePlan.decide(
+            for: shop, in: catalog,
+            installed: .init(active: active.map(v), versions: Set((versions + [active].compactMap { $0 }).map(v))),
+            runtime: runtime.map(v), allowDowngrade: downgrade)
+    }
+
+    @Test func picksNewestCompatibleAndPrefersSmallerDeltaFromAnInstalledBase() throws {
+        #expect(try plan(active: "1.0.0") == .install(entry("1.1.0", deltas: [("1.0.0", 50), ("0.9.0", 5000)]), delta: CatalogDelta(from: v("1.0.0"), url: "shop-1.0.0-1.1.0.zip", size: 50, sha256: shaB), replacing: v("1.0.0")))
+        // The delta from 0.9.0 is larger than the bundle: the full bundle wins.
+        if case .install(_, let delta, _) = try plan(active: "0.9.0") { #expect(delta == nil) } else { Issue.record("expected an install") }
+        // No base installed: full bundle, nothing replaced.
+        if case .install(let target, let delta, let replacing) = try plan(active: nil) {
+            #expect(target.version == v("1.1.0") && delta == nil && replacing == nil)
+        } else { Issue.record("expected an install") }
+        // A newer runtime unlocks 2.0.0 and its delta from 1.1.0.
+        if case .install(let target, let delta, _) = try plan(active: "1.1.0", runtime: "3.1.0") {
+            #expect(target.version == v("2.0.0") && delta?.from == v("1.1.0"))
+        } else { Issue.record("expected an install") }
+        // A base that is installed but not active still serves as delta base.
+        if case .install(_, let delta, _) = try plan(active: "0.5.0", versions: ["1.0.0"]) { #expect(delta?.from == v("1.0.0")) } else { Issue.record("expected an install") }
+    }
+
+    @Test func upToDateDowngradeAndRuntimeRules() throws {
+        #expect(try plan(active: "1.1.0") == .upToDate(shop, v("1.1.0")))
+        #expect(throws: UpdatePlanError.downgrade(id: "shop", active: "1.2.0", offered: "1.1.0")) { try plan(active: "1.2.0") }
+        if case .install(let target, _, let replacing) = try plan(active: "1.2.0", downgrade: true) {
+            #expect(target.version == v("1.1.0") && replacing == v("1.2.0"))
+        } else { Issue.record("expected an install") }
+        let newOnly = try Catalog(expires: catalog.expires, packages: [entry("2.0.0", minRuntime: "3.0.0")])
+        #expect(throws: UpdatePlanError.needsNewerRuntime(id: "shop", minRuntime: "3.0.0", runtime: "2.0.0")) {
+            try UpdatePlan.decide(for: shop, in: newOnly, installed: .init(active: nil, versions: []), runtime: v("2.0.0"), allowDowngrade: false)
+        }
+        #expect(throws: UpdatePlanError.notInCatalog("docs")) {
+            try UpdatePlan.decide(for: PackageID("docs"), in: catalog, installed: .init(active: nil, versions: []), runtime: nil, allowDowngrade: false)
+        }
+    }
+}
+
+@Suite struct DeltaManifestTests {
+    func manifest(_ version: String, _ files: [String: String]) throws -> Manifest {
+        try Manifest(
+            id: PackageID("shop"), version: SemanticVersion(version), createdAt: Timestamp(secondsSinceEpoch: 1_700_000_000),
+            scope: Scope(hosts: [HostPattern("m.shop.com")], pathPrefix: PathPrefix("/")), entry: SafePath(validating: "index.html"),
+            files: files.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map {
+                FileRecord(path: try SafePath(validating: $0.key), size: 1, sha256: String(repeating: $0.value, count: 64), mime: "text/html")
+            })
+    }
+
+    @Test func checksBaseAndDeletedList() throws {
+        let base = try manifest("1.0.0", ["index.html": "a", "old.css": "b", "keep.js": "c"])
+        let target = try manifest("1.1.0", ["index.html": "d", "keep.js": "c", "new.js": "e"])
+        let delta = try DeltaManifest(from: v("1.0.0"), fromContentHash: base.contentHash, deleted: [SafePath(validating: "old.css")])
+        try delta.check(base: base, target: target)
+        #expect(try DeltaManifest.decode(delta.canonicalBytes) == delta)
+        #expect(String(decoding: delta.canonicalBytes, as: UTF8.self) == #"{"deleted":["old.css"],"from":"1.0.0","fromContentHash":"\#(base.contentHash)"}"#)
+
+        let other = try manifest("1.0.0", ["index.html": "f", "old.css": "b", "keep.js": "c"])
+        #expect(throws: DeltaManifestError.baseMismatch(reason: "base contentHash is \(other.contentHash), the delta expects \(base.contentHash)")) {
+            try delta.check(base: other, target: target)
+        }
+        let missing = try DeltaManifest(from: v("1.0.0"), fromContentHash: base.contentHash, deleted: [])
+        #expect(throws: DeltaManifestError.deletedListWrong(reason: #""old.css" is gone from the target but not listed as deleted"#)) {
+            try missing.check(base: base, target: target)
+        }
+        let extra = try DeltaManifest(from: v("1.0.0"), fromContentHash: base.contentHash, deleted: [SafePath(validating: "old.css"), SafePath(validating: "keep.js")])
+        #expect(throws: DeltaManifestError.deletedListWrong(reason: #""keep.js" is listed as deleted but is not a base-only file"#)) {
+            try extra.check(base: base, target: target)
+        }
+        #expect(throws: DeltaManifestError.self) { try DeltaManifest.decode(Array(#"{"from":"1.0.0","fromContentHash":"\#(base.contentHash)","deleted":["../x"]}"#.utf8)) }
+    }
+}
