@@ -47,6 +47,7 @@ public final class ArchiveWriter {
     private var sinkError: (any Error)?
     private var buffer: [UInt8]
     private var closed = false
+    private var streamingEntry = ""
 
     /// Creates `path` (which must not exist) and prepares to write.
     /// - Parameter compressionLevel: deflate level, 1 to 9.
@@ -132,6 +133,17 @@ public final class ArchiveWriter {
         if total != header.size {
             throw ArchiveError.io(operation: "read (file changed size while packing)", path: filePath, errno: EIO)
         }
+    }
+
+    /// Starts an entry whose bytes arrive later through ``writeEntryData(_:)``, for copying from one archive to
+    /// another without a temporary file. The caller writes exactly `header.size` bytes before the next entry.
+    public func beginEntry(_ header: ArchiveEntryHeader) throws {
+        try writeHeader(header)
+        streamingEntry = header.path
+    }
+
+    public func writeEntryData(_ chunk: UnsafeRawBufferPointer) throws {
+        try writeData(chunk, entry: streamingEntry)
     }
 
     /// Adds an entry that is not a regular file. Bundles never hold one; tests use this to build the hostile

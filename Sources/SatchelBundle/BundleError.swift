@@ -7,6 +7,7 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
     case archive(ArchiveError)
     case manifestNotFirst(found: String?)
     case manifest(ManifestError)
+    case delta(DeltaManifestError)
     case signatureMalformed
     case unsigned
     case signatureMismatch
@@ -25,6 +26,7 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .archive(.entryTooLarge(let entry, _)), .archive(.compressionRatioExceeded(let entry, _)): entry
         case .manifestNotFirst: Manifest.fileName
         case .manifest: Manifest.fileName
+        case .delta: DeltaManifest.fileName
         case .signatureMalformed, .unsigned, .signatureMismatch: Manifest.signatureFileName
         case .unsafeEntryName(let error): error.path
         case .notARegularFile(let entry, _), .unexpectedEntry(let entry), .outOfOrder(let entry, _): entry
@@ -39,6 +41,7 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .manifestNotFirst(let found):
             "the first entry must be \(Manifest.fileName), found \(found.map { $0.debugDescription } ?? "an empty archive")"
         case .manifest(let error): "\(error)"
+        case .delta(let error): "\(error)"
         case .signatureMalformed: "\(Manifest.signatureFileName) is not base64 of a 64-byte Ed25519 signature"
         case .unsigned: "bundle is not signed, but a public key is trusted"
         case .signatureMismatch: "signature does not match \(Manifest.fileName) for any trusted public key"

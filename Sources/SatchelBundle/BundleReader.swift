@@ -32,6 +32,11 @@ public final class BundleReader {
     /// The exact bytes of `satchel.json`, which the signature covers.
     public let manifestBytes: [UInt8]
     public let signature: Signature?
+    /// The exact bytes of `satchel.sig`, which a delta copies unchanged.
+    public let signatureBytes: [UInt8]?
+    /// Set when the bundle is a delta (`satchel-delta.json` follows the manifest and signature); its files are
+    /// then an ordered subset of the manifest's, the rest coming from the installed base.
+    public let delta: DeltaManifest?
     /// Whether a trusted key verified ``signature``.
     public let signatureVerified: Bool
     private let archive: ArchiveReader
@@ -45,6 +50,8 @@ public final class BundleReader {
         let archive: ArchiveReader
         let manifestBytes: [UInt8]
         let signature: Signature?
+        var signatureBytes: [UInt8]? = nil
+        var delta: DeltaManifest? = nil
         do {
             archive = try ArchiveReader(path: path, limits: limits)
             guard let first = try archive.nextEntry() else { throw BundleError.manifestNotFirst(found: nil) }
@@ -59,19 +66,32 @@ public final class BundleReader {
                 guard entry.kind == .regular else {
                     throw BundleError.notARegularFile(entry: entry.path, kind: entry.kind.description)
                 }
-                let text = String(decoding: try archive.readAll(maxBytes: 1024), as: UTF8.self)
+                let raw = try archive.readAll(maxBytes: 1024)
+                signatureBytes = raw
+                let text = String(decoding: raw, as: UTF8.self)
                 guard let parsed = try? Signature(base64: text) else { throw BundleError.signatureMalformed }
                 signature = parsed
                 next = try archive.nextEntry()
             } else {
                 signature = nil
             }
+            if let entry = next, entry.path == DeltaManifest.fileName {
+                guard entry.kind == .regular else {
+                    throw BundleError.notARegularFile(entry: entry.path, kind: entry.kind.description)
+                }
+                delta = try DeltaManifest.decode(try archive.readAll(maxBytes: DeltaManifest.maxBytes))
+                next = try archive.nextEntry()
+            }
             pending = next
             self.archive = archive
             self.manifestBytes = manifestBytes
             self.signature = signature
+            self.signatureBytes = signatureBytes
+            self.delta = delta
         } catch let error as BundleError {
             throw error
+        } catch let error as DeltaManifestError {
+            throw .delta(error)
         } catch let error as ManifestError {
             throw .manifest(error)
         } catch let error as ArchiveError {
@@ -88,34 +108,40 @@ public final class BundleReader {
         }
     }
 
-    /// Streams every file to `sink`, checking that the archive holds exactly the manifest's files, in order,
-    /// as regular files with the listed size and SHA-256. Call once.
-    public func readFiles<Sink: BundleFileSink>(into sink: inout Sink) throws {
+    /// Streams every file to `sink`, checking that the archive holds exactly the manifest's files (for a delta:
+    /// an ordered subset of them), in order, as regular files with the listed size and SHA-256. Call once.
+    /// - Returns: the paths that were read, in manifest order.
+    @discardableResult
+    public func readFiles<Sink: BundleFileSink>(into sink: inout Sink) throws -> [SafePath] {
         precondition(!consumed, "a bundle's files can be read once")
         consumed = true
         var entry = pending
+        var read: [SafePath] = []
+        read.reserveCapacity(delta == nil ? manifest.files.count : 0)
         do {
-            for file in manifest.files {
-                guard let current = entry else { throw BundleError.missingFile(file.path.value) }
+            var index = 0
+            while index < manifest.files.count {
+                let file = manifest.files[index]
+                index += 1
+                guard let current = entry else {
+                    if delta != nil { break }
+                    throw BundleError.missingFile(file.path.value)
+                }
+                if delta != nil, try SafePath(validating: current.path) != file.path, current.kind == .regular {
+                    // A delta skips the files it leaves to the base; a name that sorts before this one is out of order.
+                    let name = try SafePath(validating: current.path)
+                    if name > file.path { continue }
+                }
                 try check(current, expected: file)
-                try sink.begin(file)
-                var hasher = SHA256()
-                let size = try archive.readData { chunk in
-                    hasher.update(bufferPointer: chunk)
-                    try sink.write(chunk)
-                }
-                guard size == file.size else {
-                    throw BundleError.sizeMismatch(path: file.path.value, expected: file.size, actual: size)
-                }
-                let digest = Digests.hex(hasher.finalize())
-                guard digest == file.sha256 else {
-                    throw BundleError.hashMismatch(path: file.path.value, expected: file.sha256, actual: digest)
-                }
-                try sink.end(file)
+                try stream(file, into: &sink)
+                read.append(file.path)
                 entry = try archive.nextEntry()
             }
             if let extra = entry {
                 _ = try SafePath(validating: extra.path)
+                if let listed = manifest.file(at: try SafePath(validating: extra.path)) {
+                    throw BundleError.outOfOrder(entry: extra.path, expected: listed.path.value)
+                }
                 throw BundleError.unexpectedEntry(extra.path)
             }
         } catch let error as ArchiveError {
@@ -123,6 +149,24 @@ public final class BundleReader {
         } catch let error as SafePathError {
             throw BundleError.unsafeEntryName(error)
         }
+        return read
+    }
+
+    private func stream<Sink: BundleFileSink>(_ file: FileRecord, into sink: inout Sink) throws {
+        try sink.begin(file)
+        var hasher = SHA256()
+        let size = try archive.readData { chunk in
+            hasher.update(bufferPointer: chunk)
+            try sink.write(chunk)
+        }
+        guard size == file.size else {
+            throw BundleError.sizeMismatch(path: file.path.value, expected: file.size, actual: size)
+        }
+        let digest = Digests.hex(hasher.finalize())
+        guard digest == file.sha256 else {
+            throw BundleError.hashMismatch(path: file.path.value, expected: file.sha256, actual: digest)
+        }
+        try sink.end(file)
     }
 
     private func check(_ entry: ArchiveEntryInfo, expected file: FileRecord) throws {

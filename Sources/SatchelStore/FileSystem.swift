@@ -135,6 +135,30 @@ enum FileSystem {
         }
     }
 
+    /// Hard-links `source` to `destination`, or copies it where links are impossible (another file system,
+    /// a link-count limit, a file system without links). Returns true for a link.
+    static func linkOrCopy(_ source: String, to destination: String) throws(StoreError) -> Bool {
+        if link(source, destination) == 0 { return true }
+        let code = errno
+        guard [EXDEV, EPERM, EMLINK, ENOTSUP, EOPNOTSUPP].contains(code) else { throw .system("link", destination, code) }
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw .system("open", source) }
+        defer { close(input) }
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard output >= 0 else { throw .system("create", destination) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { posixRead(input, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .system("read", source)
+            }
+            if count == 0 { return false }
+            try writeAll(output, Array(buffer[..<count]), path: destination)
+        }
+    }
+
     /// Removes a file or a whole tree. Missing paths are fine.
     static func removeTree(_ path: String) throws(StoreError) {
         var info = stat()

@@ -34,6 +34,17 @@ public struct InstallResult: Sendable, Equatable, Codable {
     public var previous: String?
     /// False when this exact version was already installed and only became active again.
     public var extracted: Bool
+    /// Set when the bundle was a delta: how the new version was assembled from the installed base.
+    public var delta: DeltaApplied?
+}
+
+/// How a delta became a full version: files written from the delta, and unchanged files taken from the base
+/// by hard link (or by copy where the file system cannot link).
+public struct DeltaApplied: Sendable, Equatable, Codable {
+    public var from: String
+    public var written: Int
+    public var linked: Int
+    public var copied: Int
 }
 
 /// A rollback that a launch performed because a trial ran out of launches.
@@ -137,6 +148,7 @@ public final class PackageStore: Sendable {
 
         let target = layout.version(manifest.id, manifest.version)
         var extracted = false
+        var applied: DeltaApplied?
         if FileSystem.isDirectory(target) {
             // The same version again: fine if it is the same content (an interrupted update retried), refused
             // if it differs, since two different packages must not share a version number.
@@ -146,12 +158,15 @@ public final class PackageStore: Sendable {
                     field: "version", value: manifest.version.description,
                     reason: "is already installed with different content (contentHash \(existing.contentHash))"))))
             }
+        } else if let delta = reader.delta {
+            applied = try applyDelta(reader, delta, into: target)
+            extracted = true
         } else {
             try extract(reader, into: target)
             extracted = true
         }
         if previous?.active == manifest.version {
-            return result(manifest, previous: previous, extracted: extracted)
+            return result(manifest, previous: previous, extracted: extracted, delta: applied)
         }
         let next = PackageState(
             active: manifest.version, confirmed: previous?.confirmed, trial: manifest.version, launches: 0,
@@ -164,35 +179,82 @@ public final class PackageStore: Sendable {
             throw error
         }
         withExtendedLifetime(lock) {}
-        return result(manifest, previous: previous, extracted: extracted)
+        return result(manifest, previous: previous, extracted: extracted, delta: applied)
     }
 
-    private func result(_ manifest: Manifest, previous: PackageState?, extracted: Bool) -> InstallResult {
+    private func result(_ manifest: Manifest, previous: PackageState?, extracted: Bool, delta: DeltaApplied?) -> InstallResult {
         InstallResult(
             id: manifest.id.value, version: manifest.version.description, fileCount: manifest.files.count,
             bytes: manifest.totalSize, contentHash: manifest.contentHash, previous: previous?.active.description,
-            extracted: extracted)
+            extracted: extracted, delta: delta)
     }
 
     /// Streams the files into a new staging folder, makes them durable, and renames the folder into place.
     /// On any failure the staging folder is removed and nothing else was touched.
     private func extract(_ reader: BundleReader, into target: String) throws(StoreError) {
+        try stage(reader, into: target) { (sink: StagingSink) throws(StoreError) in
+            _ = try Self.readFiles(reader, into: sink)
+        }
+    }
+
+    /// Builds a version from a delta: the delta's files are streamed into staging as a full install's are, the
+    /// unchanged files are hard-linked from the installed base (copied where links are impossible) and hashed,
+    /// so the staged folder is verified against the full target manifest before it is renamed into place.
+    private func applyDelta(_ reader: BundleReader, _ delta: DeltaManifest, into target: String) throws(StoreError) -> DeltaApplied {
+        let manifest = reader.manifest
+        let baseFolder = layout.version(manifest.id, delta.from)
+        guard FileSystem.isDirectory(baseFolder) else {
+            throw .deltaBaseNotInstalled(id: manifest.id.value, version: delta.from.description)
+        }
+        let base = try installedManifest(manifest.id, delta.from)
+        do { try delta.check(base: base, target: manifest) } catch { throw .deltaMismatch(error) }
+        let baseFiles = Dictionary(uniqueKeysWithValues: base.files.map { ($0.path, $0) })
+        var applied = DeltaApplied(from: delta.from.description, written: 0, linked: 0, copied: 0)
+        try stage(reader, into: target) { (sink: StagingSink) throws(StoreError) in
+            let written = Set(try Self.readFiles(reader, into: sink))
+            applied.written = written.count
+            for file in manifest.files where !written.contains(file.path) {
+                guard let old = baseFiles[file.path], old.sha256 == file.sha256 else {
+                    // The delta left this file to the base, but the base does not have it as the target wants.
+                    throw .invalidBundle(.missingFile(file.path.value))
+                }
+                let source = baseFolder + "/" + file.path.value
+                let destination = try sink.prepare(file)
+                if try FileSystem.linkOrCopy(source, to: destination) { applied.linked += 1 } else { applied.copied += 1 }
+                let (size, sha256) = try Self.sha256AndSize(ofFile: destination)
+                guard size == file.size, sha256 == file.sha256 else {
+                    throw .baseFileDamaged(id: manifest.id.value, version: delta.from.description, path: file.path.value)
+                }
+            }
+        }
+        return applied
+    }
+
+    private static func readFiles(_ reader: BundleReader, into sink: StagingSink) throws(StoreError) -> [SafePath] {
+        var sinkReference = sink
+        do { return try reader.readFiles(into: &sinkReference) } catch let error as StoreError {
+            throw error
+        } catch let error as BundleError {
+            throw .invalidBundle(error)
+        } catch {
+            throw .io(operation: "extract", path: reader.path, errno: EIO)
+        }
+    }
+
+    /// The shared shape of every install: fill a fresh staging folder, add the manifest and signature, make it
+    /// durable with one syncfs, rename it into place. Any failure removes the staging folder and nothing else.
+    private func stage(
+        _ reader: BundleReader, into target: String, fill: (StagingSink) throws(StoreError) -> Void
+    ) throws(StoreError) {
         let manifest = reader.manifest
         let staging = layout.staging + "/" + FileSystem.randomName("install")
         try FileSystem.makeDirectory(staging)
         do throws(StoreError) {
             let sink = StagingSink(root: staging, fileCount: manifest.files.count)
-            var sinkReference = sink
-            do { try reader.readFiles(into: &sinkReference) } catch let error as StoreError {
-                throw error
-            } catch let error as BundleError {
-                throw .invalidBundle(error)
-            } catch {
-                throw .io(operation: "extract", path: reader.path, errno: EIO)
-            }
+            try fill(sink)
             try FileSystem.writeAtomically(reader.manifestBytes, to: staging + "/" + Manifest.fileName)
-            if let signature = reader.signature {
-                try FileSystem.writeAtomically(Array(signature.base64.utf8), to: staging + "/" + Manifest.signatureFileName)
+            if let signature = reader.signatureBytes {
+                try FileSystem.writeAtomically(signature, to: staging + "/" + Manifest.signatureFileName)
             }
             FaultInjection.checkpoint("durability")
             try FileSystem.syncFileSystem(containing: staging, files: sink.writtenFiles)

@@ -25,12 +25,18 @@ final class StagingSink: BundleFileSink {
     }
 
     func begin(_ file: FileRecord) throws {
+        currentPath = try prepare(file)
+        descriptor = open(currentPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw StoreError.system("create", currentPath) }
+    }
+
+    /// Creates the file's parent folders and returns where it goes. A delta install calls this for the files
+    /// it links from the base; the path is recorded for the durability step.
+    func prepare(_ file: FileRecord) throws(StoreError) -> String {
         for folder in file.path.parentFolders where folders.insert(folder).inserted {
             try FileSystem.makeDirectory(root + "/" + folder)
         }
-        currentPath = root + "/" + file.path.value
-        descriptor = open(currentPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw StoreError.system("create", currentPath) }
+        return root + "/" + file.path.value
     }
 
     func write(_ chunk: UnsafeRawBufferPointer) throws {

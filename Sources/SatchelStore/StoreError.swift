@@ -15,6 +15,12 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case bundleChecksumMismatch(expected: String, actual: String)
     /// Another package already claims this host with this path prefix.
     case scopeConflict(id: String, otherID: String, host: String, pathPrefix: String)
+    /// A delta's base version is not on disk; install the full bundle instead.
+    case deltaBaseNotInstalled(id: String, version: String)
+    /// A delta that does not fit the installed base (other contentHash, wrong deleted list).
+    case deltaMismatch(DeltaManifestError)
+    /// An installed base file no longer matches its manifest, so a delta cannot be built on it.
+    case baseFileDamaged(id: String, version: String, path: String)
     case packageNotInstalled(String)
     case versionNotInstalled(id: String, version: String)
     case noEarlierConfirmedVersion(id: String)
@@ -32,6 +38,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .bundleChecksumMismatch(let expected, let actual): "bundle sha256 is \(actual), expected \(expected)"
         case .scopeConflict(let id, let other, let host, let prefix):
             "package \(id) claims host \(host) with prefix \(prefix), which package \(other) already claims"
+        case .deltaBaseNotInstalled(let id, let version): "delta needs \(id) \(version) installed as its base, and it is not; install the full bundle"
+        case .deltaMismatch(let error): "delta refused: \(error)"
+        case .baseFileDamaged(let id, let version, let path):
+            "installed \(id) \(version) has a damaged file \(path.debugDescription), so the delta cannot use it; install the full bundle"
         case .packageNotInstalled(let id): "package \(id) is not installed"
         case .versionNotInstalled(let id, let version): "package \(id) has no installed version \(version)"
         case .noEarlierConfirmedVersion(let id): "package \(id) has no earlier confirmed version to roll back to"
