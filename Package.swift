@@ -7,6 +7,7 @@ import PackageDescription
 //   SatchelBundle   the bundle format: pack, read, verify
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   SatchelEngine   URL -> package file -> HTTP response (above Core only; the store plugs in as a PackageSource)
+//   SatchelUpdate   catalog, resumable downloads, delta install: above the store (and the engine's NetworkFetcher)
 //   satchel         the CLI
 let package = Package(
     name: "Satchel",
@@ -18,6 +19,7 @@ let package = Package(
         .library(name: "SatchelStore", targets: ["SatchelStore"]),
         .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
         .library(name: "SatchelWebKit", targets: ["SatchelWebKit"]),
+        .library(name: "SatchelUpdate", targets: ["SatchelUpdate"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -60,6 +62,9 @@ let package = Package(
         .target(name: "SatchelEngine", dependencies: ["SatchelCore"]),
         // The WKURLSchemeHandler (Apple platforms) and its platform-neutral task driver (tested on Linux).
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelCore"]),
+        // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
+        // engine's NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
+        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore"]),
         // The local server: the engine over HTTP/1.1 on SwiftNIO (origin and forward-proxy modes).
         .target(
             name: "SatchelServer",
@@ -74,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelServer",
+                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelServer", "SatchelUpdate",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -101,6 +106,9 @@ let package = Package(
         .testTarget(
             name: "SatchelServerTests",
             dependencies: ["SatchelServer", "SatchelEngine", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelUpdateTests",
+            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

@@ -1,0 +1,172 @@
+import Foundation
+import SatchelCore
+import SatchelEngine
+import SatchelStore
+
+/// What the updater is doing, for progress bars and logs.
+public enum UpdateProgress: Sendable {
+    case catalog(FetchedCatalog)
+    case planned(UpdatePlan)
+    case downloading(id: String, version: String, received: Int64, total: Int64)
+    case installing(id: String, version: String, delta: Bool)
+    case finished(UpdateOutcome)
+}
+
+/// What happened to one package.
+public struct UpdateOutcome: Sendable, Equatable, Codable {
+    public enum Action: String, Sendable, Codable { case installed, upToDate = "up-to-date" }
+    public var id: String
+    public var action: Action
+    public var from: String?
+    public var to: String
+    /// "delta" or "full" when something was installed.
+    public var via: String?
+    public var downloadedBytes: Int64
+    public var resumed: Bool
+    /// Why a delta was given up for the full bundle, if it was.
+    public var deltaFallback: String?
+    public var install: InstallResult?
+}
+
+public struct UpdateReport: Sendable {
+    public var catalog: FetchedCatalog
+    public var outcomes: [UpdateOutcome]
+    public var failures: [(id: String, error: UpdateError)]
+}
+
+public struct UpdaterOptions: Sendable {
+    public var catalogURL: String
+    /// Keys trusted for the catalog's signature. The store's own keys check the bundles.
+    public var trustedKeys: [VerifyingKey]
+    public var runtime: SemanticVersion?
+    public var allowDowngrade: Bool
+    /// Packages to update; empty means every installed package the catalog offers.
+    public var packages: [PackageID]
+    public var timeouts: FetchTimeouts
+    public var retry: RetryPolicy
+
+    public init(
+        catalogURL: String, trustedKeys: [VerifyingKey] = [], runtime: SemanticVersion? = nil, allowDowngrade: Bool = false,
+        packages: [PackageID] = [], timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(15), total: .seconds(3600)),
+        retry: RetryPolicy = RetryPolicy()
+    ) {
+        self.catalogURL = catalogURL
+        self.trustedKeys = trustedKeys
+        self.runtime = runtime
+        self.allowDowngrade = allowDowngrade
+        self.packages = packages
+        self.timeouts = timeouts
+        self.retry = retry
+    }
+}
+
+/// Brings a store up to date with a catalog: fetch and check the catalog, decide per package
+/// (``UpdatePlan``), download the delta or the full bundle with resume, verify size and SHA-256, and install
+/// through the store, which checks signature and every file again and starts the new version on trial.
+///
+/// A delta that cannot be applied (base gone or damaged) falls back to the full bundle. Failures are per
+/// package: one bad bundle does not stop the others, and leaves its package as it was.
+public struct Updater: Sendable {
+    public let store: PackageStore
+    public let fetcher: any NetworkFetcher
+    public let options: UpdaterOptions
+    public var downloadsFolder: String { store.layout.root + "/downloads" }
+
+    public init(store: PackageStore, fetcher: any NetworkFetcher = URLSessionFetcher(), options: UpdaterOptions) {
+        self.store = store
+        self.fetcher = fetcher
+        self.options = options
+    }
+
+    public func run(
+        now: Timestamp = Timestamp(secondsSinceEpoch: Int64(Date().timeIntervalSince1970)),
+        progress: @Sendable (UpdateProgress) -> Void = { _ in }
+    ) async throws(UpdateError) -> UpdateReport {
+        let client = CatalogClient(fetcher: fetcher, cacheFolder: downloadsFolder, timeouts: options.timeouts, retry: options.retry)
+        let fetched = try await client.fetch(options.catalogURL, trustedKeys: options.trustedKeys, now: now)
+        progress(.catalog(fetched))
+        let installed: [PackageID]
+        do { installed = try store.packageIDs() } catch { throw .store(error) }
+        let wanted = options.packages.isEmpty ? fetched.catalog.packageIDs.filter(installed.contains) : options.packages
+        var report = UpdateReport(catalog: fetched, outcomes: [], failures: [])
+        for id in wanted {
+            do {
+                let outcome = try await update(id, from: fetched, progress: progress)
+                report.outcomes.append(outcome)
+                progress(.finished(outcome))
+            } catch {
+                if error == .cancelled { throw error }
+                report.failures.append((id.value, error))
+            }
+        }
+        return report
+    }
+
+    /// Updates one package from an already fetched catalog.
+    public func update(_ id: PackageID, from fetched: FetchedCatalog, progress: @Sendable (UpdateProgress) -> Void = { _ in }) async throws(UpdateError) -> UpdateOutcome {
+        let active: SemanticVersion?
+        do { active = try store.state(of: id)?.active } catch { throw .store(error) }
+        let installed = UpdatePlan.Installed(active: active, versions: Set(store.installedVersions(of: id)))
+        let plan: UpdatePlan
+        do {
+            plan = try UpdatePlan.decide(for: id, in: fetched.catalog, installed: installed, runtime: options.runtime, allowDowngrade: options.allowDowngrade)
+        } catch { throw .plan(error) }
+        progress(.planned(plan))
+        switch plan {
+        case .upToDate(_, let version):
+            return UpdateOutcome(id: id.value, action: .upToDate, from: version.description, to: version.description, via: nil, downloadedBytes: 0, resumed: false)
+        case .install(let entry, let delta, let replacing):
+            var outcome = UpdateOutcome(
+                id: id.value, action: .installed, from: replacing?.description, to: entry.version.description, via: nil,
+                downloadedBytes: 0, resumed: false)
+            if let delta {
+                do {
+                    outcome.install = try await fetchAndInstall(
+                        DownloadTarget(url: try fetched.resolve(delta.url), size: delta.size, sha256: delta.sha256),
+                        entry: entry, isDelta: true, outcome: &outcome, progress: progress)
+                    outcome.via = "delta"
+                    return outcome
+                } catch .store(let error) where Self.isDeltaMisfit(error) {
+                    outcome.deltaFallback = error.description
+                }
+            }
+            outcome.install = try await fetchAndInstall(
+                DownloadTarget(url: try fetched.resolve(entry.url), size: entry.size, sha256: entry.sha256),
+                entry: entry, isDelta: false, outcome: &outcome, progress: progress)
+            outcome.via = "full"
+            return outcome
+        }
+    }
+
+    private func fetchAndInstall(
+        _ target: DownloadTarget, entry: CatalogEntry, isDelta: Bool, outcome: inout UpdateOutcome,
+        progress: @Sendable (UpdateProgress) -> Void
+    ) async throws(UpdateError) -> InstallResult {
+        let download = ResumableDownload(fetcher: fetcher, timeouts: options.timeouts, retry: options.retry)
+        let id = entry.id.value
+        let version = entry.version.description
+        let report = try await download.download(target, into: downloadsFolder) { received, total in
+            progress(.downloading(id: id, version: version, received: received, total: total))
+        }
+        outcome.downloadedBytes += report.received
+        outcome.resumed = outcome.resumed || report.resumed
+        progress(.installing(id: id, version: version, delta: isDelta))
+        defer { unlink(report.path) }
+        let result: InstallResult
+        do { result = try store.install(bundle: report.path, expectedSHA256: target.sha256) } catch { throw .store(error) }
+        guard result.id == id, result.version == version else {
+            // The catalog said one thing and the signed manifest another: keep what the manifest says, but say so.
+            throw .store(.invalidArgument(FieldError(
+                field: "catalog entry", value: "\(id) \(version)", reason: "the bundle is \(result.id) \(result.version)")))
+        }
+        return result
+    }
+
+    /// Store refusals that mean "this delta does not fit what is installed", where the full bundle still can.
+    static func isDeltaMisfit(_ error: StoreError) -> Bool {
+        switch error {
+        case .deltaBaseNotInstalled, .deltaMismatch, .baseFileDamaged: true
+        default: false
+        }
+    }
+}

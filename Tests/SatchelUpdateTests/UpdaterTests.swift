@@ -1,0 +1,171 @@
+import Foundation
+import SatchelBundle
+import SatchelCore
+import SatchelStore
+import SatchelTestSupport
+import Testing
+@testable import SatchelUpdate
+
+/// A release folder on a fake CDN: two signed versions of one app, the delta between them, a signed catalog.
+private struct Release {
+    let key = SigningKey.generate()
+    let origin = FakeOrigin()
+    let base = "https://cdn.example/releases/"
+    var v100 = ""
+    var v110 = ""
+    var delta: DeltaResult!
+
+    init(folder: String) throws {
+        let files = (0..<40).reduce(into: [String: String]()) { $0["assets/file\($1).js"] = String(repeating: "x\($1)", count: 400) }
+        v100 = try pack(folder, "1.0.0", files.merging(["index.html": "<h1>1.0.0</h1>", "old.css": "body{}"]) { $1 })
+        v110 = try pack(folder, "1.1.0", files.merging(["index.html": "<h1>1.1.0</h1>", "new.js": "export {}"]) { $1 })
+        delta = try DeltaBuilder.build(from: v100, to: v110, outputFolder: folder + "/release")
+        for path in [v100, v110, delta.delta] { origin.put(base + URL(fileURLWithPath: path).lastPathComponent, try readBytes(path)) }
+    }
+
+    func pack(_ folder: String, _ version: String, _ files: [String: String]) throws -> String {
+        let source = folder + "/src-\(version)"
+        try makeTree(source, files)
+        let options = PackOptions(
+            id: try PackageID("shop"), version: try SemanticVersion(version),
+            scope: try Scope(hosts: [HostPattern("m.shop.example")], pathPrefix: PathPrefix("/")), signingKey: key,
+            sourceDateEpoch: 1_700_000_000)
+        return try Packer.pack(source: source, options: options, outputFolder: folder + "/release").bundle
+    }
+
+    func entry(_ path: String, _ version: String, deltas: [CatalogDelta] = []) throws -> CatalogEntry {
+        let bytes = try readBytes(path)
+        return CatalogEntry(
+            id: try PackageID("shop"), version: try SemanticVersion(version), url: URL(fileURLWithPath: path).lastPathComponent,
+            size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes), deltas: deltas)
+    }
+
+    /// Publishes a catalog with the given entries, signed by `signer` (nil: unsigned).
+    func publish(_ entries: [CatalogEntry], expires: Int64 = 4_000_000_000, signer: SigningKey?) throws {
+        let bytes = try Catalog(expires: Timestamp(secondsSinceEpoch: expires), packages: entries).canonicalBytes
+        origin.put(base + "catalog.json", bytes)
+        if let signer { origin.put(base + "catalog.json.sig", Array(try signer.signature(for: bytes).base64.utf8)) }
+    }
+
+    var deltaEntry: CatalogDelta {
+        CatalogDelta(from: try! SemanticVersion("1.0.0"), url: URL(fileURLWithPath: delta.delta).lastPathComponent, size: delta.size, sha256: delta.sha256)
+    }
+
+    func updater(_ store: PackageStore, allowDowngrade: Bool = false) -> Updater {
+        Updater(store: store, fetcher: origin, options: UpdaterOptions(
+            catalogURL: base + "catalog.json", trustedKeys: [key.verifyingKey], allowDowngrade: allowDowngrade,
+            retry: RetryPolicy(attempts: 3, initialDelay: .milliseconds(1), maxDelay: .milliseconds(5))))
+    }
+}
+
+/// Everything under a store folder except the updater's download cache and the lock, to prove a refusal changed nothing.
+private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
+    var result: [String: [UInt8]] = [:]
+    let enumerator = FileManager.default.enumerator(atPath: root)
+    while let path = enumerator?.nextObject() as? String {
+        if path == "lock" || path.hasPrefix("downloads") { continue }
+        var isFolder: ObjCBool = false
+        FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
+        result[path] = isFolder.boolValue ? [] : try readBytes(root + "/" + path)
+    }
+    return result
+}
+
+@Suite struct UpdaterTests {
+    @Test func installsFromTheDeltaAndIsThenUpToDateWithAConditionalCatalog() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            #expect(release.delta.changed == 1 && release.delta.added == 1 && release.delta.deleted == 1 && release.delta.unchanged == 40)
+            try release.publish([try release.entry(release.v100, "1.0.0"), try release.entry(release.v110, "1.1.0", deltas: [release.deltaEntry])], signer: release.key)
+            let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(trustedKeys: [release.key.verifyingKey]))
+            try store.install(bundle: release.v100)
+            try store.confirm(PackageID("shop"))
+
+            let report = try await release.updater(store).run()
+            #expect(report.failures.isEmpty)
+            let outcome = try #require(report.outcomes.first)
+            #expect(outcome.action == .installed && outcome.via == "delta" && outcome.from == "1.0.0" && outcome.to == "1.1.0")
+            #expect(outcome.downloadedBytes == release.delta.size)
+            #expect(outcome.install?.delta.map { [$0.written, $0.linked, $0.copied] } == [2, 40, 0] && outcome.install?.delta?.from == "1.0.0")
+            let state = try #require(try store.state(of: PackageID("shop")))
+            #expect(state.active.description == "1.1.0" && state.trial?.description == "1.1.0")
+            #expect(try store.check().isEmpty)
+            #expect(listing(folder + "/store/downloads").allSatisfy { $0.hasPrefix("catalog-") })
+
+            let again = try await release.updater(store).run()
+            #expect(again.catalog.notModified)
+            #expect(again.outcomes.first?.action == .upToDate)
+            #expect(release.origin.requests.filter { $0.url.hasSuffix("catalog.json") }.last?.headers["If-None-Match"] != nil)
+        }
+    }
+
+    @Test func damagedBaseFallsBackToTheFullBundle() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            try release.publish([try release.entry(release.v110, "1.1.0", deltas: [release.deltaEntry])], signer: release.key)
+            let store = try PackageStore(root: folder + "/store")
+            try store.install(bundle: release.v100)
+            try Data("tampered".utf8).write(to: URL(fileURLWithPath: store.layout.version(PackageID("shop"), SemanticVersion("1.0.0")) + "/assets/file3.js"))
+            let report = try await release.updater(store).run()
+            let outcome = try #require(report.outcomes.first)
+            #expect(outcome.via == "full")
+            #expect(outcome.deltaFallback?.contains("damaged file \"assets/file3.js\"") == true)
+            #expect(try store.state(of: PackageID("shop"))?.active.description == "1.1.0")
+        }
+    }
+
+    @Test func refusalsLeaveTheStoreUnchanged() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            let store = try PackageStore(root: folder + "/store")
+            try store.install(bundle: release.v100)
+            let before = try storeSnapshot(store.layout.root)
+            let url = release.base + "catalog.json"
+            let entries = [try release.entry(release.v110, "1.1.0", deltas: [release.deltaEntry])]
+
+            try release.publish(entries, expires: 1_000_000_000, signer: release.key)
+            await #expect(throws: UpdateError.catalogExpired(url: url, expires: Timestamp(secondsSinceEpoch: 1_000_000_000), now: Timestamp(secondsSinceEpoch: 1_900_000_000))) {
+                try await release.updater(store).run(now: Timestamp(secondsSinceEpoch: 1_900_000_000))
+            }
+            try release.publish(entries, signer: SigningKey.generate())
+            await #expect(throws: UpdateError.catalogSignatureInvalid(url: url)) { try await release.updater(store).run() }
+
+            let unsigned = FakeOrigin()
+            unsigned.put(url, try Catalog(expires: Timestamp(secondsSinceEpoch: 4_000_000_000), packages: entries).canonicalBytes)
+            await #expect(throws: UpdateError.catalogUnsigned(url: url)) {
+                try await Updater(store: store, fetcher: unsigned, options: UpdaterOptions(catalogURL: url, trustedKeys: [release.key.verifyingKey])).run()
+            }
+
+            // A bundle whose bytes are not the ones the catalog lists.
+            var wrong = try release.entry(release.v110, "1.1.0")
+            wrong.sha256 = String(repeating: "0", count: 64)
+            try release.publish([wrong], signer: release.key)
+            let corrupted = try await release.updater(store).run()
+            #expect(corrupted.failures.count == 1)
+            if case .checksumMismatch = corrupted.failures.first?.error {} else { Issue.record("expected a checksum mismatch, got \(corrupted.failures)") }
+
+            // 1.1.0 installed; a catalog whose newest is 1.0.0 is a downgrade.
+            try store.install(bundle: release.v110)
+            let installed = try storeSnapshot(store.layout.root)
+            try release.publish([try release.entry(release.v100, "1.0.0")], signer: release.key)
+            let downgrade = try await release.updater(store).run()
+            #expect(downgrade.failures.first?.error == .plan(.downgrade(id: "shop", active: "1.1.0", offered: "1.0.0")))
+            #expect(try storeSnapshot(store.layout.root) == installed)
+            let allowed = try await release.updater(store, allowDowngrade: true).run()
+            #expect(allowed.outcomes.first?.to == "1.0.0")
+            _ = before
+        }
+    }
+
+    @Test func refusedCatalogsChangeNothing() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            let store = try PackageStore(root: folder + "/store")
+            try store.install(bundle: release.v100)
+            let before = try storeSnapshot(store.layout.root)
+            try release.publish([try release.entry(release.v110, "1.1.0")], signer: SigningKey.generate())
+            await #expect(throws: UpdateError.self) { try await release.updater(store).run() }
+            #expect(try storeSnapshot(store.layout.root) == before)
+        }
+    }
+}
