@@ -87,13 +87,14 @@ public final class ServerResponder: Sendable {
         let url: String
         if isAbsolute {
             url = target
-        } else if engine.claims(host: host) || configuration.defaultHost == nil {
+        } else if engine.claims(host: host) {
             url = "https://\(host)\(target)"
         } else {
+            // The server's own address (no package claims it): published files first, then the default host.
             if let publish, let response = publish.respond(to: ResourceRequest(method: method, url: target, headers: headers), path: path.split(separator: "?", maxSplits: 1)[0].description) {
                 return (response, "published", .none)
             }
-            url = "https://\(configuration.defaultHost!)\(target)"
+            url = "https://\(configuration.defaultHost ?? host)\(target)"
         }
         let requestBody = configuration.emulateBodyLoss ? nil : body
         var requestHeaders = headers
