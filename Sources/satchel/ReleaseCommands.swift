@@ -1,0 +1,267 @@
+import ArgumentParser
+import Foundation
+import SatchelBundle
+import SatchelCore
+import SatchelStore
+import SatchelUpdate
+
+/// A duration such as `90s`, `45m`, `12h`, `30d` or `2w`.
+struct ExpiryDuration: ExpressibleByArgument {
+    let seconds: Int64
+
+    init?(argument: String) {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
+        guard let unit = argument.last, let scale = units[unit], let count = Int64(argument.dropLast()), count > 0,
+            count <= Int64.max / scale / 2
+        else { return nil }
+        seconds = count * scale
+    }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+}
+
+extension Satchel {
+    struct CatalogCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "catalog",
+            abstract: "Write catalog.json for a folder of bundles and deltas (and catalog.json.sig with a key).",
+            discussion: """
+                Every bundle is verified first (manifest, every file's hash); deltas are attached to the version they \
+                lead to. URLs are <base-url><file name>; a relative base URL (such as ./) makes them relative to the \
+                catalog. --expires-in counts from now; --expires fixes the instant, so a catalog can be rebuilt byte \
+                for byte (SOURCE_DATE_EPOCH is deliberately not used: it is usually the commit time, and a catalog \
+                expiring relative to it would be stale on arrival).
+                """)
+
+        @Argument(help: "The folder holding the release's bundles (.zip, .tar.gz) and deltas.", completion: .directory)
+        var bundles: String
+        @Option(help: "The URL the bundles are published under (prefix of every entry's url).")
+        var baseURL: String
+        @Option(help: "Sign the catalog with this Ed25519 private key file (writes <output>.sig).", completion: .file())
+        var signKey: String?
+        @Option(help: "How long updaters may trust the catalog: 90s, 45m, 12h, 30d, 2w.")
+        var expiresIn: ExpiryDuration = ExpiryDuration(argument: "30d")!
+        @Option(help: "Expire at this RFC 3339 UTC instant instead (e.g. 2027-01-31T00:00:00Z).")
+        var expires: String?
+        @Option(help: "Where to write catalog.json.", completion: .file())
+        var output: String
+        @Flag(help: "Print the catalog's summary as JSON.")
+        var json = false
+
+        func run() throws {
+            let key = try signKey.map { path in
+                do { return try SigningKey(base64: try Output.readKeyFile(path, option: "--sign-key")) } catch let error as KeyError {
+                    throw ValidationError("--sign-key \(path): \(error)")
+                }
+            }
+            let expiry: Timestamp
+            if let expires {
+                do { expiry = try Timestamp(rfc3339: expires) } catch { throw ValidationError("--expires \(expires): must be RFC 3339 UTC, like 2027-01-31T00:00:00Z") }
+            } else {
+                expiry = Timestamp(secondsSinceEpoch: Int64(Date().timeIntervalSince1970) + expiresIn.seconds)
+            }
+            let base = baseURL.isEmpty || baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: bundles) else {
+                Output.error("cannot list bundle folder \(bundles)")
+                throw ExitCode.failure
+            }
+            var entries: [String: CatalogEntry] = [:]
+            var deltas: [(target: String, delta: CatalogDelta, file: String)] = []
+            for name in names.sorted() where (name.hasSuffix(".zip") || name.hasSuffix(".tar.gz")) && !name.hasPrefix(".") {
+                let path = bundles + "/" + name
+                let digest: (size: Int64, sha256: String)
+                let reader: BundleReader
+                do {
+                    digest = try FileDigest.sha256(ofFile: path)
+                    reader = try BundleReader(path: path)
+                    var sink = DiscardingSink()
+                    try reader.readFiles(into: &sink)
+                } catch {
+                    Output.error("\(path): \(error)")
+                    throw ExitCode.failure
+                }
+                let manifest = reader.manifest
+                let key = "\(manifest.id) \(manifest.version)"
+                if let delta = reader.delta {
+                    deltas.append((key, CatalogDelta(from: delta.from, url: base + name, size: digest.size, sha256: digest.sha256), name))
+                } else {
+                    if entries[key] != nil {
+                        Output.error("two bundles hold \(key) (\(name) and \(entries[key]!.url)); keep one format per version")
+                        throw ExitCode.failure
+                    }
+                    entries[key] = CatalogEntry(
+                        id: manifest.id, version: manifest.version, url: base + name, size: digest.size, sha256: digest.sha256,
+                        minRuntime: manifest.minRuntime)
+                }
+            }
+            for delta in deltas {
+                guard entries[delta.target] != nil else {
+                    Output.error("delta \(delta.file) leads to \(delta.target), which has no full bundle in \(bundles)")
+                    throw ExitCode.failure
+                }
+                entries[delta.target]!.deltas.append(delta.delta)
+            }
+            let catalog: Catalog
+            do {
+                catalog = try Catalog(
+                    expires: expiry,
+                    packages: entries.values.map { CatalogEntry(id: $0.id, version: $0.version, url: $0.url, size: $0.size, sha256: $0.sha256, minRuntime: $0.minRuntime, deltas: $0.deltas) })
+            } catch {
+                Output.error(error.description)
+                throw ExitCode.failure
+            }
+            guard !catalog.packages.isEmpty else {
+                Output.error("no bundles in \(bundles)")
+                throw ExitCode.failure
+            }
+            let bytes = catalog.canonicalBytes
+            do {
+                try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic)
+                if let key {
+                    try Data(try key.signature(for: bytes).base64.utf8).write(to: URL(fileURLWithPath: output + ".sig"), options: .atomic)
+                }
+            } catch {
+                Output.error("cannot write \(output): \(error.localizedDescription)")
+                throw ExitCode.failure
+            }
+            struct Summary: Encodable {
+                let catalog: String
+                let signature: String?
+                let expires: String
+                let packages: Int
+                let deltas: Int
+            }
+            let summary = Summary(
+                catalog: output, signature: key == nil ? nil : output + ".sig", expires: catalog.expires.description,
+                packages: catalog.packages.count, deltas: catalog.packages.reduce(0) { $0 + $1.deltas.count })
+            if json {
+                Output.json(summary)
+            } else {
+                let signed = key == nil ? "unsigned" : "signed"
+                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), expires \(summary.expires)")
+            }
+        }
+    }
+
+    struct Diff: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Build the delta bundle <id>-<from>-<to>.zip between two full bundles of one package.",
+            discussion: "The delta carries the new bundle's own satchel.json and satchel.sig, satchel-delta.json, and only the added and changed files.")
+
+        @Argument(help: "The installed (older) bundle.", completion: .file())
+        var old: String
+        @Argument(help: "The new bundle.", completion: .file())
+        var new: String
+        @Option(help: "The folder to write the delta into.", completion: .directory)
+        var output: String
+        @Flag(help: "Print one JSON object.")
+        var json = false
+
+        func run() throws {
+            let result: DeltaResult
+            do { result = try DeltaBuilder.build(from: old, to: new, outputFolder: output) } catch {
+                Output.error(error.description)
+                throw ExitCode.failure
+            }
+            if json {
+                Output.json(result)
+            } else {
+                let full = (try? FileManager.default.attributesOfItem(atPath: new)[.size] as? Int64) ?? nil
+                let share = full.map { String(format: " (%.2f %% of the full bundle)", 100 * Double(result.size) / Double(max(1, $0))) } ?? ""
+                Output.line("wrote \(result.delta): \(result.id) \(result.from) -> \(result.to), \(result.added) added, \(result.changed) changed, \(result.deleted) deleted, \(result.unchanged) unchanged, \(Output.bytes(result.size))\(share)")
+            }
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Update installed packages from a catalog: download (resumable), verify, install as trial.",
+            discussion: """
+                The catalog must be signed by a --public-key when one is given (the same keys check the bundles), and \
+                is refused once expired. A delta is used when its base is installed and it is smaller. Exit 0 when \
+                every package is up to date or updated, 1 when any failed (each failed package is left as it was).
+                """)
+
+        @OptionGroup var options: StoreOptions
+        @Option(help: "The catalog URL (http or https).")
+        var catalog: String
+        @Option(help: "This app's runtime version; entries whose minRuntime is above it are skipped.")
+        var runtime: String?
+        @Flag(help: "Accept a catalog whose newest version is older than the active one.")
+        var allowDowngrade = false
+        @Option(name: .customLong("package"), help: "Update (or first install) only this package (repeatable). Default: every installed package in the catalog.")
+        var packages: [String] = []
+        @Option(help: "Attempts per download before giving up (with exponential backoff).")
+        var attempts: Int = 4
+        @Flag(help: "Print one JSON object.")
+        var json = false
+
+        func run() async throws {
+            let store = try options.open()
+            let runtimeVersion = try runtime.map(parseVersion)
+            let ids = try packages.map(parseID)
+            let updater = Updater(store: store, options: UpdaterOptions(
+                catalogURL: catalog, trustedKeys: store.configuration.trustedKeys, runtime: runtimeVersion,
+                allowDowngrade: allowDowngrade, packages: ids, retry: RetryPolicy(attempts: attempts)))
+            let bar = LockedProgressBar(enabled: !json)
+            let report: UpdateReport
+            do {
+                report = try await updater.run { event in bar.show(event) }
+            } catch {
+                bar.clear()
+                Output.error(error.description)
+                throw ExitCode.failure
+            }
+            bar.clear()
+            if json {
+                struct Failure: Encodable { let id: String; let error: String }
+                struct Wire: Encodable {
+                    let catalog: String
+                    let expires: String
+                    let signed: Bool
+                    let notModified: Bool
+                    let outcomes: [UpdateOutcome]
+                    let failures: [Failure]
+                }
+                Output.json(Wire(
+                    catalog: report.catalog.url, expires: report.catalog.catalog.expires.description, signed: report.catalog.signed,
+                    notModified: report.catalog.notModified, outcomes: report.outcomes,
+                    failures: report.failures.map { Failure(id: $0.id, error: $0.error.description) }))
+            } else {
+                if !report.catalog.signed { Output.note("warning: the catalog is not signature-checked (no --public-key)") }
+                for outcome in report.outcomes {
+                    switch outcome.action {
+                    case .upToDate: Output.line("\(outcome.id) \(outcome.to) is up to date")
+                    case .installed:
+                        let from = outcome.from.map { " (from \($0))" } ?? ""
+                        let resumed = outcome.resumed ? ", resumed" : ""
+                        let fallback = outcome.deltaFallback.map { "; delta not usable: \($0)" } ?? ""
+                        Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(outcome.via ?? "?"), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)")
+                    }
+                }
+                for failure in report.failures { Output.error("\(failure.id): \(failure.error)") }
+            }
+            if !report.failures.isEmpty { throw ExitCode.failure }
+        }
+    }
+}
+
+/// The progress bar behind a lock: the updater reports from whatever task is downloading.
+final class LockedProgressBar: @unchecked Sendable {
+    private let lock = NSLock()
+    private let bar: ProgressBar
+
+    init(enabled: Bool) { bar = ProgressBar(enabled: enabled) }
+
+    func show(_ event: UpdateProgress) {
+        lock.withLock {
+            switch event {
+            case .downloading(let id, let version, let received, let total): bar.update(label: "\(id) \(version)", done: received, total: total)
+            case .installing, .finished: bar.clear()
+            case .catalog, .planned: break
+            }
+        }
+    }
+
+    func clear() { lock.withLock { bar.clear() } }
+}
