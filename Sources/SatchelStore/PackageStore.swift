@@ -213,21 +213,56 @@ public final class PackageStore: Sendable {
         try stage(reader, into: target) { (sink: StagingSink) throws(StoreError) in
             let written = Set(try Self.readFiles(reader, into: sink))
             applied.written = written.count
+            var taken: [(file: FileRecord, location: String)] = []
             for file in manifest.files where !written.contains(file.path) {
                 guard let old = baseFiles[file.path], old.sha256 == file.sha256 else {
                     // The delta left this file to the base, but the base does not have it as the target wants.
                     throw .invalidBundle(.missingFile(file.path.value))
                 }
-                let source = baseFolder + "/" + file.path.value
                 let destination = try sink.prepare(file)
-                if try FileSystem.linkOrCopy(source, to: destination) { applied.linked += 1 } else { applied.copied += 1 }
-                let (size, sha256) = try Self.sha256AndSize(ofFile: destination)
-                guard size == file.size, sha256 == file.sha256 else {
-                    throw .baseFileDamaged(id: manifest.id.value, version: delta.from.description, path: file.path.value)
-                }
+                if try FileSystem.linkOrCopy(baseFolder + "/" + file.path.value, to: destination) { applied.linked += 1 } else { applied.copied += 1 }
+                taken.append((file, destination))
+            }
+            if let damaged = try Self.firstMismatch(taken) {
+                throw .baseFileDamaged(id: manifest.id.value, version: delta.from.description, path: damaged.value)
             }
         }
         return applied
+    }
+
+    /// Hashes files on every core (the one CPU cost of a delta install) and returns the first, in manifest
+    /// order, whose size or SHA-256 is not the manifest's.
+    private static func firstMismatch(_ files: [(file: FileRecord, location: String)]) throws(StoreError) -> SafePath? {
+        let results = Locked([StoreError?](repeating: nil, count: files.count))
+        let mismatched = Locked([Bool](repeating: false, count: files.count))
+        let next = Locked(0)
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, files.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            var buffer = [UInt8](repeating: 0, count: 256 << 10)
+            while true {
+                let index = next.withLock { value -> Int in
+                    defer { value += 1 }
+                    return value
+                }
+                guard index < files.count else { return }
+                let (file, location) = files[index]
+                do {
+                    let digest = try FileDigest.sha256(ofFile: location, buffer: &buffer)
+                    if digest.size != file.size || digest.sha256 != file.sha256 { mismatched.withLock { $0[index] = true } }
+                } catch let failure as FileDigest.Failure {
+                    results.withLock { $0[index] = .system(failure.operation, failure.path, failure.errno) }
+                } catch {
+                    results.withLock { $0[index] = .io(operation: "read", path: location, errno: EIO) }
+                }
+            }
+        }
+        let errors = results.withLock { $0 }
+        let flags = mismatched.withLock { $0 }
+        for index in files.indices {
+            if let error = errors[index] { throw error }
+            if flags[index] { return files[index].file.path }
+        }
+        return nil
     }
 
     private static func readFiles(_ reader: BundleReader, into sink: StagingSink) throws(StoreError) -> [SafePath] {

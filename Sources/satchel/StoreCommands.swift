@@ -65,7 +65,8 @@ extension Satchel {
                 Output.json(result)
             } else {
                 let previous = result.previous.map { ", previous \($0) kept" } ?? ""
-                Output.line("installed \(result.id) \(result.version) (trial), \(result.fileCount) files, \(Output.bytes(result.bytes))\(previous)")
+                let delta = result.delta.map { ", from the delta over \($0.from) (\($0.written) written, \($0.linked) linked, \($0.copied) copied)" } ?? ""
+                Output.line("installed \(result.id) \(result.version) (trial), \(result.fileCount) files, \(Output.bytes(result.bytes))\(delta)\(previous)")
             }
         }
     }
