@@ -50,8 +50,14 @@ public final class ServerResponder: Sendable {
         if isAbsolute {
             url = target
         } else {
-            guard !target.hasPrefix("/_satchel"), pipeline.engine.claims(host: host) else { return nil }
-            url = "https://\(host)\(target)"
+            guard !target.hasPrefix("/_satchel") else { return nil }
+            if pipeline.engine.claims(host: host) {
+                url = "https://\(host)\(target)"
+            } else {
+                // The server's own address: published files (the full path checks them) or the default host.
+                guard publish == nil, let defaultHost = configuration.defaultHost else { return nil }
+                url = "https://\(defaultHost)\(target)"
+            }
         }
         var requestHeaders = headers
         if configuration.emulateBodyLoss { requestHeaders.remove("Content-Length") }

@@ -1,3 +1,4 @@
+import Dispatch
 import SatchelCore
 #if canImport(Glibc)
 import Glibc
@@ -17,10 +18,26 @@ extension PackageStore: PackageSource {
         return served
     }
 
+    /// How long a token computed from the disk stays fresh. An engine in immediate mode asks for the token on
+    /// every request; at tens of thousands of requests a second the `stat` calls were a fifth of the server's
+    /// time. Switches made through this same object are seen at once; another process's within this interval.
+    public static let changeTokenFreshness: UInt64 = 1_000_000  // 1 ms
+
     /// Every state switch renames a new `state.json` into place, so its inode changes; with the modification
     /// time and the list of packages that makes a token that changes with any activation, for one `stat`
-    /// per package.
+    /// per package (at most once per ``changeTokenFreshness``).
     public func changeToken() -> [Int64] {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let switches = stateSwitches.withLock { $0 }
+        if let recent = recentToken.withLock({ $0 }), recent.switches == switches, now &- recent.at < Self.changeTokenFreshness {
+            return recent.token
+        }
+        let token = tokenFromDisk()
+        recentToken.withLock { $0 = (token, now, switches) }
+        return token
+    }
+
+    private func tokenFromDisk() -> [Int64] {
         var token: [Int64] = []
         var folder = stat()
         // Adding or removing a package changes the folder's modification time; then each state file.

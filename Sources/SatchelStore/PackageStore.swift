@@ -104,6 +104,11 @@ public final class PackageStore: Sendable {
     public let configuration: StoreConfiguration
     /// For ``changeToken()``: the package names and the folder time they were listed at.
     let packageNames = Locked<(token: Int64, names: [String]?)>((0, nil))
+    /// For ``changeToken()``: the last token, when it was computed (monotonic nanoseconds) and this object's
+    /// own state-switch count at that moment.
+    let recentToken = Locked<(token: [Int64], at: UInt64, switches: Int)?>(nil)
+    /// State switches made through this object; a change made here invalidates the cached token at once.
+    let stateSwitches = Locked(0)
 
     /// Opens (creating when missing) the store at `root`, and recovers from any interrupted operation.
     public init(root: String, configuration: StoreConfiguration = StoreConfiguration()) throws(StoreError) {
@@ -572,6 +577,7 @@ public final class PackageStore: Sendable {
 
     private func writeState(_ state: PackageState, for id: PackageID) throws(StoreError) {
         try FileSystem.makeDirectories(layout.package(id))
+        defer { stateSwitches.withLock { $0 += 1 } }
         try FileSystem.writeAtomically(state.canonicalBytes, to: layout.state(id)) { FaultInjection.checkpoint("switch") }
     }
 
