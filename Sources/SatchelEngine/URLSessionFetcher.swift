@@ -29,6 +29,14 @@ public final class URLSessionFetcher: NetworkFetcher {
         urlRequest.httpMethod = request.method
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
         if let body = request.body, !body.isEmpty || request.method != "GET" { urlRequest.httpBody = Data(body) }
+        #if canImport(FoundationNetworking)
+        // FoundationNetworking gives every POST without a Content-Type "application/x-www-form-urlencoded", so an
+        // origin would see a type the page never sent (an XHR of an ArrayBuffer has none; the browser test caught
+        // it). A blank value stops that, and libcurl sends no header whose value is blank.
+        if request.method.uppercased() == "POST", !request.headers.contains("Content-Type") {
+            urlRequest.setValue(" ", forHTTPHeaderField: "Content-Type")
+        }
+        #endif
         urlRequest.timeoutInterval = Self.seconds(timeouts.connect)
         let task = session.dataTask(with: urlRequest)
         let exchange = Exchange(task: task)

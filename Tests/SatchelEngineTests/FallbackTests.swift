@@ -97,6 +97,22 @@ struct FallbackTests {
         }
     }
 
+    @Test("a POST whose page gave no Content-Type reaches the origin without one (URLSession would add a form type)")
+    func noInventedContentType() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let pipeline = try pipeline(folder, origin: origin)
+            for method in ["POST", "PUT"] {
+                let (response, outcome, _) = await pipeline.respond(to: ResourceRequest(method: method, url: "satchel://m.shop.com/echo", body: [0, 1, 2, 255]))
+                #expect(outcome == .network)
+                let echo = try JSONDecoder().decode(Echo.self, from: Data(try await collect(response.body)))
+                #expect(Array(Data(base64Encoded: echo.body)!) == [0, 1, 2, 255])
+                #expect(!echo.headers.contains { $0[0].lowercased() == "content-type" }, "\(method): \(echo.headers)")
+            }
+        }
+    }
+
     @Test("cookies come from the pluggable provider unless the request carries its own")
     func cookies() async throws {
         let origin = try Origin()

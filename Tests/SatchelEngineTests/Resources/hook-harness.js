@@ -61,8 +61,9 @@ class FakeForm {
   removeAttribute(name) { delete this.attributes[name]; }
 }
 FakeForm.prototype.submit = function () {
-  // What the browser then sends: a POST to the (rewritten) action, whose body WebKit drops.
-  sent.push({ via: "form", method: "POST", url: this.action, headers: [], body: null });
+  // What the browser then sends: a POST to the (rewritten) action, whose body WebKit drops. Read from the
+  // attribute, as a browser does: `this.action` may be a clobbering control.
+  sent.push({ via: "form", method: (this.attributes.method || "get").toUpperCase(), url: new URL(this.attributes.action || location.href, location.href).href, headers: [], body: null });
 };
 globalThis.HTMLFormElement = FakeForm;
 globalThis.navigator = { sendBeacon(url, data) { sent.push({ via: "beacon-native", url }); return true; } };
@@ -97,6 +98,15 @@ async function run() {
       submitListener({ target: form, submitter: { name: "go", value: "pay" }, preventDefault() { prevented = true; }, defaultPrevented: false });
       if (!prevented) throw new Error("submit not intercepted");
     }, new TextEncoder().encode(new URLSearchParams([["name", "Zoë Müller"], ["note", "1+1=2 & more"], ["go", "pay"]]).toString()), "application/x-www-form-urlencoded"],
+    ["form clobbered, line breaks", () => {
+      // Controls named action, method and enctype replace those form properties with elements (DOM clobbering);
+      // a textarea's bare LFs are sent as CRLF by the browser's urlencoded serialiser.
+      const form = new FakeForm({ method: "post", action: "/checkout" }, [["note", "one\ntwo\r\nthree\rfour"], ["method", "card"]]);
+      for (const name of ["action", "method", "enctype"]) Object.defineProperty(form, name, { value: { tagName: "INPUT", name } });
+      let prevented = false;
+      submitListener({ target: form, submitter: { name: "action", value: "pay" }, preventDefault() { prevented = true; }, defaultPrevented: false });
+      if (!prevented) throw new Error("submit not intercepted");
+    }, new TextEncoder().encode("note=one%0D%0Atwo%0D%0Athree%0D%0Afour&method=card&action=pay"), "application/x-www-form-urlencoded"],
     ["form multipart submit()", () => {
       const form = new FakeForm({ method: "post", action: "/upload", enctype: "multipart/form-data" }, [["title", "photo"], ["file", new Blob([binary], { type: "image/png" }), "pic.png"]]);
       form.submit();
