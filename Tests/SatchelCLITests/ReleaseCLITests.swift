@@ -1,0 +1,62 @@
+import Foundation
+import SatchelTestSupport
+import Testing
+
+@Suite("satchel catalog, diff and update: output, refusals and exit codes")
+struct ReleaseCLITests {
+    /// Packs two versions of `app` (1.1.0 changes app.js and drops img/a.png) into `folder/release`.
+    func release(_ folder: String) throws -> (String, String) {
+        var next = app
+        next["app.js"] = "console.log(2)"
+        next.removeValue(forKey: "img/a.png")
+        for (version, files) in [("1.0.0", app), ("1.1.0", next)] {
+            try makeTree(folder + "/src-\(version)", files)
+            let pack = try CLI.run(["pack", folder + "/src-\(version)", "--id", "shop", "--version", version, "--host", "m.shop.example",
+                                    "--output", folder + "/release", "--quiet"])
+            #expect(pack.status == 0, "\(pack.stderr)")
+        }
+        return (folder + "/release/shop-1.0.0.zip", folder + "/release/shop-1.1.0.zip")
+    }
+
+    @Test("diff and catalog write what they say, deterministically")
+    func diffAndCatalog() throws {
+        try withTemporaryFolder { folder throws in
+            let (old, new) = try release(folder)
+            let diff = try CLI.run(["diff", old, new, "--output", folder + "/release", "--json"])
+            #expect(diff.status == 0, "\(diff.stderr)")
+            let result = try JSONSerialization.jsonObject(with: Data(diff.stdout.utf8)) as? [String: Any]
+            #expect(result?["changed"] as? Int == 1 && result?["deleted"] as? Int == 1 && result?["added"] as? Int == 0)
+            let args = ["catalog", folder + "/release", "--base-url", "https://cdn.example/r", "--expires", "2030-01-01T00:00:00Z"]
+            let first = try CLI.run(args + ["--output", folder + "/a.json"])
+            let second = try CLI.run(args + ["--output", folder + "/b.json"])
+            #expect(first.status == 0 && second.status == 0, "\(first.stderr)")
+            #expect(first.stdout == "wrote \(folder)/a.json (unsigned): 2 bundles, 1 delta, expires 2030-01-01T00:00:00Z\n")
+            #expect(try readBytes(folder + "/a.json") == readBytes(folder + "/b.json"))
+            let text = try String(contentsOfFile: folder + "/a.json", encoding: .utf8)
+            #expect(text.contains(#""url":"https://cdn.example/r/shop-1.0.0-1.1.0.zip""#))
+            #expect(text.hasPrefix(#"{"expires":"2030-01-01T00:00:00Z","packages":[{"deltas":[],"id":"shop""#))
+        }
+    }
+
+    @Test("refusals: usage errors exit 64, bad inputs exit 1 naming the problem")
+    func refusals() throws {
+        try withTemporaryFolder { folder throws in
+            let (old, _) = try release(folder)
+            let badExpiry = try CLI.run(["catalog", folder + "/release", "--base-url", "x/", "--expires-in", "soon", "--output", folder + "/c.json"])
+            #expect(badExpiry.status == 64)
+            try FileManager.default.createDirectory(atPath: folder + "/empty", withIntermediateDirectories: true)
+            let empty = try CLI.run(["catalog", folder + "/empty", "--base-url", "x/", "--output", folder + "/c.json"])
+            #expect(empty.status == 1 && empty.stderr.contains("no bundles in"))
+            let same = try CLI.run(["diff", old, old, "--output", folder + "/d"])
+            #expect(same.status == 1 && same.stderr.contains("both bundles are version 1.0.0"))
+            try Data("not a zip".utf8).write(to: URL(fileURLWithPath: folder + "/release/broken.zip"))
+            let broken = try CLI.run(["catalog", folder + "/release", "--base-url", "x/", "--output", folder + "/c.json"])
+            #expect(broken.status == 1 && broken.stderr.contains("broken.zip"))
+            #expect(!FileManager.default.fileExists(atPath: folder + "/c.json"))
+            let offline = try CLI.run(["update", "--store", folder + "/store", "--catalog", "http://127.0.0.1:9/catalog.json", "--attempts", "1"])
+            #expect(offline.status == 1 && offline.stderr.contains("127.0.0.1:9/catalog.json"), "\(offline.stderr)")
+            let notHTTP = try CLI.run(["update", "--store", folder + "/store", "--catalog", "file:///etc/passwd"])
+            #expect(notHTTP.status == 1 && notHTTP.stderr.contains("not a usable http(s) URL"))
+        }
+    }
+}
