@@ -185,21 +185,12 @@ public struct Manifest: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8], requireCanonical: Bool = true) throws(ManifestError) -> Manifest {
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count) }
         let wire: Wire
-        do {
-            wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
-        } catch let error as FieldError {
-            throw .invalidField(error)
-        } catch let DecodingError.dataCorrupted(context) {
-            if let field = context.underlyingError as? FieldError { throw .invalidField(field) }
-            throw .malformed(describe(context))
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw .missingField(path(context.codingPath + [key]))
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw .malformed("wrong type at \(path(context.codingPath))")
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw .missingField(path(context.codingPath))
-        } catch {
-            throw .malformed("\(error)")
+        do { wire = try JSONProblem.decode(Wire.self, from: bytes) } catch {
+            switch error {
+            case .malformed(let why): throw .malformed(why)
+            case .missingField(let field): throw .missingField(field)
+            case .invalidField(let field): throw .invalidField(field)
+            }
         }
         guard wire.schema == schemaVersion else { throw .unsupportedSchema(wire.schema) }
         var files: [FileRecord] = []
@@ -242,15 +233,6 @@ public struct Manifest: Hashable, Sendable {
         let minRuntime: SemanticVersion?
         let files: [File]
         let contentHash: String
-    }
-
-    private static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-    }
-
-    private static func describe(_ context: DecodingError.Context) -> String {
-        let at = path(context.codingPath)
-        return at.isEmpty ? "not valid JSON" : "bad value at \(at)"
     }
 }
 

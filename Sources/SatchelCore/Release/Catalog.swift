@@ -59,21 +59,12 @@ public struct Catalog: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws(CatalogError) -> Catalog {
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count) }
         let wire: Wire
-        do {
-            wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
-        } catch let error as FieldError {
-            throw .invalidField(error)
-        } catch let DecodingError.dataCorrupted(context) {
-            if let field = context.underlyingError as? FieldError { throw .invalidField(field) }
-            throw .malformed(context.codingPath.isEmpty ? "not valid JSON" : "bad value at \(path(context.codingPath))")
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw .missingField(path(context.codingPath + [key]))
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw .malformed("wrong type at \(path(context.codingPath))")
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw .missingField(path(context.codingPath))
-        } catch {
-            throw .malformed("\(error)")
+        do { wire = try JSONProblem.decode(Wire.self, from: bytes) } catch {
+            switch error {
+            case .malformed(let why): throw .malformed(why)
+            case .missingField(let field): throw .missingField(field)
+            case .invalidField(let field): throw .invalidField(field)
+            }
         }
         guard wire.schema == schemaVersion else { throw .unsupportedSchema(wire.schema) }
         return try Catalog(
@@ -105,10 +96,6 @@ public struct Catalog: Hashable, Sendable {
         let schema: Int
         let expires: Timestamp
         let packages: [Entry]
-    }
-
-    private static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
     }
 }
 
