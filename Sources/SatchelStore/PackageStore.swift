@@ -136,6 +136,7 @@ public final class PackageStore: Sendable {
     ///
     /// - Parameter expectedSHA256: the bundle file's own hash when known (`--sha256`, the catalog); checked
     ///   before anything else is read.
+    @discardableResult
     public func install(bundle path: String, expectedSHA256: String? = nil) throws(StoreError) -> InstallResult {
         let lock = try StoreLock(path: layout.lockFile)
         if let expected = expectedSHA256?.lowercased() {

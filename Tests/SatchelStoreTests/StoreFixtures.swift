@@ -34,7 +34,7 @@ func snapshot(_ root: String) throws -> [String: [UInt8]] {
     let enumerator = FileManager.default.enumerator(atPath: root)
     while let path = enumerator?.nextObject() as? String {
         var isFolder: ObjCBool = false
-        FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
+        _ = FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
         result[path] = isFolder.boolValue ? [] : try readBytes(root + "/" + path)
     }
     // The lock file's contents never matter; its presence is not a change.

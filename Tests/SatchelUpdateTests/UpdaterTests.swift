@@ -65,7 +65,7 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
     while let path = enumerator?.nextObject() as? String {
         if path == "lock" || path.hasPrefix("downloads") { continue }
         var isFolder: ObjCBool = false
-        FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
+        _ = FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
         result[path] = isFolder.boolValue ? [] : try readBytes(root + "/" + path)
     }
     return result
