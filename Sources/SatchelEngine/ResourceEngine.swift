@@ -22,6 +22,8 @@ public final class ResourceEngine: Sendable {
     private let source: any PackageSource
     private let snapshot: Locked<Snapshot>
     private let cache: SmallFileCache
+    /// The headers a hook may add (``BodyChannels/allHeaders``), listed once: the hot path checks every request.
+    private let restorerHeaders: [String]
     /// Bodies pages hand over for the body-store channel (the WebKit adapter's message handler and the
     /// server's `POST /_satchel/bodies/<id>` put them here).
     public let bodyStore: BodyStore
@@ -87,6 +89,7 @@ public final class ResourceEngine: Sendable {
         self.bodyStore = bodyStore
         self.source = source
         cache = SmallFileCache(maxFileSize: configuration.cacheableFileSize, maxBytes: configuration.cacheBytes)
+        restorerHeaders = configuration.bodyChannels?.allHeaders ?? []
         let packages = try source.servedPackages()
         snapshot = Locked(Snapshot(token: source.changeToken(), packages: packages, pin: try source.pin(packages)))
     }
@@ -126,7 +129,7 @@ public final class ResourceEngine: Sendable {
         // Body restoration comes first, before routing: the restored request is what a miss forwards.
         var request = incoming
         var channel = BodyChannel.none
-        if let channels = configuration.bodyChannels, Self.mayCarryRestoredBody(incoming, channels) {
+        if let channels = configuration.bodyChannels, Self.mayCarryRestoredBody(incoming, channels, headers: restorerHeaders) {
             do {
                 (request, channel) = try BodyRestorer(channels: channels).restore(incoming) { bodyStore.take($0) }
             } catch {
@@ -199,18 +202,18 @@ public final class ResourceEngine: Sendable {
     /// Whether handling `request` would restore a body (and so consume a stored body): callers with a fast
     /// path must then take the full one.
     public func restoresBody(_ request: ResourceRequest) -> Bool {
-        configuration.bodyChannels.map { Self.mayCarryRestoredBody(request, $0) } ?? false
+        configuration.bodyChannels.map { Self.mayCarryRestoredBody(request, $0, headers: restorerHeaders) } ?? false
     }
 
     /// Cheap test for the hot path: only a request with a satchel header or parameter needs the restorer.
-    static func mayCarryRestoredBody(_ request: ResourceRequest, _ channels: BodyChannels) -> Bool {
+    static func mayCarryRestoredBody(_ request: ResourceRequest, _ channels: BodyChannels, headers restorerHeaders: [String]) -> Bool {
         // Byte searches: Foundation's String.contains goes through CFStringFind, which showed in server profiles.
         let url = request.url.utf8
         if let question = url.firstIndex(of: UInt8(ascii: "?")) {
             let query = url[question...]
             if query.firstRange(of: channels.queryParameter.utf8) != nil || query.firstRange(of: channels.bodyIDParameter.utf8) != nil { return true }
         }
-        return request.headers.contains { field in channels.allHeaders.contains { HTTPHeaders.equalNames($0, field.name) } }
+        return request.headers.contains { field in restorerHeaders.contains { HTTPHeaders.equalNames($0, field.name) } }
     }
 
     /// Builds the response for a file: conditional, range, HEAD.

@@ -10,7 +10,7 @@ struct ConnectTunnel: Sendable {
     let allowed: [HostPattern]
     let overrides: [String: String]
     /// Names under which the server pipeline's HTTP handlers were added, removed when the tunnel opens.
-    static let httpHandlerNames = ["satchel.http.encoder", "satchel.http.decoder", "satchel.http.pipelining", "satchel.http.handler", "satchel.http.guard"]
+    static let httpHandlerNames = ["satchel.http.guard", "satchel.http.decoder", "satchel.http.handler"]
 
     func handle(context: ChannelHandlerContext, head: HTTPRequestHead, handler: HTTPConnectionHandler) {
         let parts = head.uri.split(separator: ":")
@@ -34,9 +34,7 @@ struct ConnectTunnel: Sendable {
                 case .failure(let error):
                     handler.refuse(context, status: .badGateway, message: "CONNECT to \(targetHost):\(targetPort) failed: \(error)")
                 case .success(let outbound):
-                    let headPart = HTTPResponseHead(version: head.version, status: .ok, headers: ["Content-Length": "0"])
-                    context.write(NIOAny(HTTPServerResponsePart.head(headPart)), promise: nil)
-                    context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil))).flatMap {
+                    handler.writeTunnelEstablished(context, version: head.version).flatMap {
                         let removals = Self.httpHandlerNames.map { inbound.pipeline.removeHandler(name: $0) }
                         return EventLoopFuture.andAllComplete(removals, on: inbound.eventLoop)
                     }.flatMap {

@@ -4,37 +4,100 @@ import NIOHTTP1
 import SatchelCore
 import SatchelEngine
 
-/// One HTTP/1.1 connection. SwiftNIO's `HTTPServerPipelineHandler` (in front) makes pipelined requests arrive
-/// one at a time and holds back reads while a response is pending (backpressure); this handler collects a
-/// request within the limits, hands it to the ``ServerResponder`` off the event loop, and writes the answer:
-/// bytes, a file region (sendfile), or a stream whose chunks are written one after another.
-final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// One HTTP/1.1 connection, after NIO's request decoder. It collects a request within the limits, answers
+/// package hits right here on the event loop and everything else from a task, and writes the bytes itself
+/// (``ResponseEncoding``): a head and a small body as one buffer, files as a sendfile region, streams chunk by
+/// chunk after each previous write completed (a slow client slows the producer instead of filling memory).
+///
+/// Pipelining and backpressure, which NIO's `HTTPServerPipelineHandler` used to provide: while a response is
+/// being produced, request parts that arrive are queued and the channel's `read()` is held back; they are
+/// answered in order once the response is written. Responses answered in a read burst are flushed once, at
+/// `channelReadComplete`.
+final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private let responder: ServerResponder
     private let limits: ServerConfiguration.Limits
     private let connect: ConnectTunnel
+    private let slowRequestGuard: SlowRequestGuard?
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
     private var bodyTooLarge = false
-    private var inFlight = false
 
-    init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel) {
+    /// A response is being produced or written: new parts wait in ``queued`` and reads are held back.
+    private var busy = false
+    private var queued: [HTTPServerRequestPart] = []
+    private var draining = false
+    private var readHeldBack = false
+    /// Responses whose last write has not completed yet: shutdown waits for them.
+    private var unfinishedWrites = 0
+    /// Responses written without a flush, flushed at the end of the read burst.
+    private var needsFlush = false
+    /// Between `channelRead` and `channelReadComplete`: responses written now are flushed together at the end.
+    private var inReadBurst = false
+    /// Set by ``ServerShutdownEvent`` or a half-closed input: finish what is in flight, take nothing new.
+    private var closing = false
+    private var context: ChannelHandlerContext?
+
+    init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel, slowRequestGuard: SlowRequestGuard?) {
         self.responder = responder
         self.limits = limits
         self.connect = connect
+        self.slowRequestGuard = slowRequestGuard
     }
 
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        // A CONNECT tunnel replaces this handler: a read held back while it was set up must happen now.
+        if readHeldBack {
+            readHeldBack = false
+            context.read()
+        }
+    }
+
+    // MARK: Reading requests
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+        inReadBurst = true
+        let part = unwrapInboundIn(data)
+        if busy || !queued.isEmpty {
+            queued.append(part)
+            return
+        }
+        receive(part, context: context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        inReadBurst = false
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    /// Outbound `read()`: held back while a response is pending, so a pipelining client cannot make the
+    /// server buffer unboundedly.
+    func read(context: ChannelHandlerContext) {
+        if busy {
+            readHeldBack = true
+        } else {
+            context.read()
+        }
+    }
+
+    private func receive(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch part {
         case .head(let requestHead):
             head = requestHead
             body = nil
             bodyTooLarge = false
-            inFlight = true
             if requestHead.method == .CONNECT {
-                context.pipeline.fireUserInboundEventTriggered(RequestReceivedEvent())
+                slowRequestGuard?.requestReceived()
+                busy = true
                 connect.handle(context: context, head: requestHead, handler: self)
                 return
             }
@@ -42,7 +105,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 bodyTooLarge = true
             }
         case .body(var chunk):
-            guard !bodyTooLarge else { return }
+            guard !bodyTooLarge, head?.method != .CONNECT else { return }
             if (body?.readableBytes ?? 0) + chunk.readableBytes > limits.maxBodyBytes {
                 bodyTooLarge = true
                 body = nil
@@ -50,9 +113,10 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             }
             if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
         case .end:
-            context.pipeline.fireUserInboundEventTriggered(RequestReceivedEvent())
+            slowRequestGuard?.requestReceived()
             // A CONNECT was answered by the tunnel when its head arrived.
             guard let head, head.method != .CONNECT else { return }
+            self.head = nil
             if bodyTooLarge {
                 refuse(context, status: .payloadTooLarge, message: "request body over \(limits.maxBodyBytes) bytes")
                 return
@@ -63,90 +127,179 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead) {
         var request = PendingRequest(head: head, body: body)
+        body = nil
         if closing { request.keepAlive = false }
-        let responder = self.responder
-        let writer = ResponseWriter(handler: NIOLoopBound(self, eventLoop: context.eventLoop), loop: context.eventLoop)
+        busy = true
+        let isHead = request.method == "HEAD"
         // Package hits are answered right here on the event loop; only misses (the network) need a task.
         if let response = responder.respondFromPackages(method: request.method, target: request.target, headers: request.headers, body: request.body) {
-            writer.writeNow(response, isHead: request.method == "HEAD", version: request.version, keepAlive: request.keepAlive)
+            write(response, isHead: isHead, version: request.version, keepAlive: request.keepAlive, flush: false)
             return
         }
+        Self.answerInTask(request, responder: responder, handler: NIOLoopBound(self, eventLoop: context.eventLoop), loop: context.eventLoop)
+    }
+
+    private static func answerInTask(
+        _ request: PendingRequest, responder: ServerResponder, handler: NIOLoopBound<HTTPConnectionHandler>, loop: any EventLoop
+    ) {
         Task {
             let response = await responder.respond(method: request.method, target: request.target, headers: request.headers, body: request.body)
-            await writer.write(response, isHead: request.method == "HEAD", version: request.version, keepAlive: request.keepAlive)
+            let isHead = request.method == "HEAD"
+            if !isHead, case .stream(let stream) = response.body {
+                await writeStream(response, stream, handler: handler, loop: loop, version: request.version, keepAlive: request.keepAlive)
+            } else {
+                loop.execute { handler.value.write(response, isHead: isHead, version: request.version, keepAlive: request.keepAlive, flush: true) }
+            }
         }
     }
 
-    /// The context this handler runs in; set while it is in a pipeline.
-    private var context: ChannelHandlerContext?
+    // MARK: Writing responses
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
-
-    /// Writes on the event loop (called from ``ResponseWriter``).
-    fileprivate func writeHead(_ head: HTTPResponseHead, flush: Bool) -> EventLoopFuture<Void>? {
-        guard let context else { return nil }
-        return flush ? context.writeAndFlush(wrapOutboundOut(.head(head))) : context.write(wrapOutboundOut(.head(head)))
-    }
-
-    fileprivate func writeBytes(_ bytes: [UInt8], flush: Bool) -> EventLoopFuture<Void>? {
-        guard let context else { return nil }
-        let part = wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: bytes))))
-        return flush ? context.writeAndFlush(part) : context.write(part)
-    }
-
-    fileprivate func writeFile(descriptor: CInt, offset: Int64, length: Int64) {
+    /// Writes a response whose body is at hand (bytes, a file, or nothing), then finishes it.
+    private func write(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool, flush: Bool) {
         guard let context else { return }
-        let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
-        let region = NIOCore.FileRegion(fileHandle: handle, readerIndex: Int(offset), endIndex: Int(offset + length))
-        context.write(wrapOutboundOut(.body(.fileRegion(region)))).whenComplete { _ in try? handle.close() }
+        var buffer = context.channel.allocator.buffer(capacity: 512 + (response.body.knownLength.map { Int(min($0, 64 << 10)) } ?? 0))
+        let (framing, keepOpen) = ResponseEncoding.writeHead(response, isHead: isHead, version: version, keepAlive: keepAlive, into: &buffer)
+        if framing != .none {
+            switch response.body {
+            case .bytes(let bytes): buffer.writeBytes(bytes)
+            case .file(let region):
+                context.write(wrapOutboundOut(buffer), promise: nil)
+                let descriptor = dup(region.descriptor)
+                guard descriptor >= 0 else { return abort() }
+                let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
+                let fileRegion = NIOCore.FileRegion(fileHandle: handle, readerIndex: Int(region.offset), endIndex: Int(region.offset + region.length))
+                let done = context.eventLoop.makePromise(of: Void.self)
+                done.futureResult.whenComplete { _ in try? handle.close() }
+                context.write(NIOAny(IOData.fileRegion(fileRegion)), promise: done)
+                finish(context, keepAlive: keepOpen, flush: flush, last: nil)
+                return
+            case .empty, .stream: break
+            }
+        }
+        finish(context, keepAlive: keepOpen, flush: flush, last: buffer)
     }
 
-    fileprivate func finish(keepAlive: Bool) {
-        guard let context else { return }
-        finish(context, keepAlive: keepAlive)
+    /// Streams wait for each chunk's write before taking the next.
+    private static func writeStream(
+        _ response: ResourceResponse, _ stream: AsyncThrowingStream<[UInt8], any Error>, handler: NIOLoopBound<HTTPConnectionHandler>,
+        loop: any EventLoop, version: HTTPVersion, keepAlive: Bool
+    ) async {
+        do {
+            let framing: BodyFraming = try await loop.flatSubmit { () -> EventLoopFuture<BodyFraming> in
+                let handler = handler.value
+                guard let context = handler.context else { return loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+                var buffer = context.channel.allocator.buffer(capacity: 512)
+                let (framing, keepOpen) = ResponseEncoding.writeHead(response, isHead: false, version: version, keepAlive: keepAlive, into: &buffer)
+                handler.streamKeepsOpen = keepOpen
+                return context.writeAndFlush(handler.wrapOutboundOut(buffer)).map { framing }
+            }.get()
+            for try await chunk in stream where !chunk.isEmpty {
+                try await loop.flatSubmit { () -> EventLoopFuture<Void> in
+                    let handler = handler.value
+                    guard let context = handler.context else { return loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+                    var buffer = context.channel.allocator.buffer(capacity: chunk.count + 16)
+                    if framing == .chunked { ResponseEncoding.writeChunk(chunk, into: &buffer) } else { buffer.writeBytes(chunk) }
+                    return context.writeAndFlush(handler.wrapOutboundOut(buffer))
+                }.get()
+            }
+            loop.execute {
+                let handler = handler.value
+                guard let context = handler.context else { return }
+                var last: ByteBuffer?
+                if framing == .chunked {
+                    var buffer = context.channel.allocator.buffer(capacity: 8)
+                    buffer.writeStaticString(ResponseEncoding.lastChunk)
+                    last = buffer
+                }
+                handler.finish(context, keepAlive: handler.streamKeepsOpen && framing != .untilClose, flush: true, last: last)
+            }
+        } catch {
+            // The upstream broke mid-body or the client went away: the response cannot be completed.
+            loop.execute { handler.value.abort() }
+        }
     }
 
-    fileprivate func abort() { context?.close(promise: nil) }
+    private var streamKeepsOpen = true
 
-    private func finish(_ context: ChannelHandlerContext, keepAlive: Bool) {
-        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        // The request counts as in flight until its last byte has been handed to the socket: closing earlier
-        // (on shutdown) would discard what is still queued, such as the rest of a sendfile region.
+    /// The response's last write: after it the connection takes the next request, or closes.
+    private func finish(_ context: ChannelHandlerContext, keepAlive: Bool, flush: Bool, last: ByteBuffer?) {
+        unfinishedWrites += 1
+        let done = context.eventLoop.makePromise(of: Void.self)
+        if let last {
+            context.write(wrapOutboundOut(last), promise: done)
+        } else {
+            // Nothing left to write: complete once everything queued before has been written.
+            context.write(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: done)
+        }
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let channel = context.channel
-        done.whenComplete { _ in
-            handler.value.inFlight = false
-            if !keepAlive || handler.value.closing { channel.close(promise: nil) }
+        let close = !keepAlive || closing
+        done.futureResult.whenComplete { _ in
+            let handler = handler.value
+            handler.unfinishedWrites -= 1
+            // The request counts as in flight until its last byte has been handed to the socket: closing earlier
+            // (on shutdown) would discard what is still queued, such as the rest of a sendfile region.
+            if close || (handler.closing && !handler.busy && handler.unfinishedWrites == 0) { channel.close(promise: nil) }
+        }
+        if flush { context.flush() } else { needsFlush = true }
+        busy = false
+        if close {
+            queued.removeAll()
+            return
+        }
+        drainQueue(context)
+    }
+
+    /// Answers requests that arrived while the last response was being produced, then lets reads resume.
+    private func drainQueue(_ context: ChannelHandlerContext) {
+        guard !draining else { return }
+        draining = true
+        while !busy, !queued.isEmpty { receive(queued.removeFirst(), context: context) }
+        draining = false
+        if needsFlush, !inReadBurst {
+            needsFlush = false
+            context.flush()
+        }
+        if !busy, readHeldBack {
+            readHeldBack = false
+            context.read()
         }
     }
 
-    /// Set by ``ServerShutdownEvent``: finish what is in flight, take nothing new.
-    private var closing = false
+    func abort() { context?.close(promise: nil) }
 
     /// Answers with an error status and closes the connection (the request cannot be trusted any further).
     func refuse(_ context: ChannelHandlerContext, status: HTTPResponseStatus, message: String) {
         guard context.channel.isActive else { return }
-        let body = context.channel.allocator.buffer(string: message + "\n")
-        var headers = NIOHTTP1.HTTPHeaders([("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.readableBytes)), ("Connection", "close")])
-        headers.add(name: "X-Satchel-Error", value: message)
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
-        inFlight = false
+        let body = Array((message + "\n").utf8)
+        let response = ResourceResponse(
+            status: Int(status.code),
+            headers: ["Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "X-Satchel-Error": message],
+            body: .bytes(body))
+        busy = true
+        write(response, isHead: false, version: .http1_1, keepAlive: false, flush: true)
         head = nil
+    }
+
+    /// The CONNECT tunnel's answer once the upstream is connected; the caller then replaces the HTTP handlers.
+    func writeTunnelEstablished(_ context: ChannelHandlerContext, version: HTTPVersion) -> EventLoopFuture<Void> {
+        var buffer = context.channel.allocator.buffer(capacity: 64)
+        buffer.writeString("HTTP/\(version.major).\(version.minor) 200 Connection Established\r\n\r\n")
+        return context.writeAndFlush(wrapOutboundOut(buffer))
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case is IdleStateHandler.IdleStateEvent where !inFlight:
+        case is IdleStateHandler.IdleStateEvent where !busy && unfinishedWrites == 0:
             context.close(promise: nil)
         case is ServerShutdownEvent:
             closing = true
-            if !inFlight { context.close(promise: nil) }
-        case is RequestReceivedEvent:
-            break
+            if !busy, unfinishedWrites == 0 { context.close(promise: nil) }
+        case ChannelEvent.inputClosed:
+            // The client sent its last request: answer what is pending, then close.
+            closing = true
+            if !busy, queued.isEmpty, unfinishedWrites == 0 { context.close(promise: nil) }
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -164,146 +317,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 }
 
-/// Writes a response through its handler on the event loop; streams wait for each chunk's write, so a slow
-/// client slows the producer instead of filling memory.
-struct ResponseWriter: Sendable {
-    let handler: NIOLoopBound<HTTPConnectionHandler>
-    let loop: any EventLoop
-
-    /// For responses whose body is already at hand (bytes or a file), from the event loop itself.
-    func writeNow(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool) {
-        let head = Self.head(response, version: version, keepAlive: keepAlive)
-        let handler = self.handler.value
-        let body = isHead ? ResponseBody.empty : response.body
-        _ = handler.writeHead(head, flush: false)
-        switch body {
-        case .bytes(let bytes) where !bytes.isEmpty: _ = handler.writeBytes(bytes, flush: false)
-        case .file(let region):
-            let descriptor = dup(region.descriptor)
-            guard descriptor >= 0 else { return handler.abort() }
-            handler.writeFile(descriptor: descriptor, offset: region.offset, length: region.length)
-        case .stream:
-            // Package hits never stream; keep the contract anyway by finishing through the async path.
-            let copy = self
-            Task { await copy.write(response, isHead: isHead, version: version, keepAlive: keepAlive) }
-            return
-        default: break
-        }
-        handler.finish(keepAlive: keepAlive)
-    }
-
-    static func head(_ response: ResourceResponse, version: HTTPVersion, keepAlive: Bool) -> HTTPResponseHead {
-        var fields = NIOHTTP1.HTTPHeaders()
-        for field in response.headers { fields.add(name: field.name, value: field.value) }
-        if !keepAlive { fields.replaceOrAdd(name: "Connection", value: "close") }
-        return HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: response.status), headers: fields)
-    }
-
-    func write(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool) async {
-        var fields = NIOHTTP1.HTTPHeaders()
-        for field in response.headers { fields.add(name: field.name, value: field.value) }
-        if !keepAlive { fields.replaceOrAdd(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: response.status), headers: fields)
-        let body = isHead ? ResponseBody.empty : response.body
-        let handler = self.handler
-        switch body {
-        case .empty, .bytes:
-            let bytes: [UInt8] = if case .bytes(let all) = body { all } else { [] }
-            loop.execute {
-                _ = handler.value.writeHead(head, flush: false)
-                if !bytes.isEmpty { _ = handler.value.writeBytes(bytes, flush: false) }
-                handler.value.finish(keepAlive: keepAlive)
-            }
-        case .file(let region):
-            // The server's own descriptor: NIO closes it after sendfile, the region keeps its own.
-            let descriptor = dup(region.descriptor)
-            let offset = region.offset
-            let length = region.length
-            loop.execute {
-                _ = handler.value.writeHead(head, flush: false)
-                guard descriptor >= 0 else { return handler.value.abort() }
-                handler.value.writeFile(descriptor: descriptor, offset: offset, length: length)
-                handler.value.finish(keepAlive: keepAlive)
-            }
-        case .stream(let stream):
-            do {
-                try await loop.flatSubmit { handler.value.writeHead(head, flush: true) ?? loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }.get()
-                for try await chunk in stream {
-                    try await loop.flatSubmit { handler.value.writeBytes(chunk, flush: true) ?? loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }.get()
-                }
-                loop.execute { handler.value.finish(keepAlive: keepAlive) }
-            } catch {
-                // The upstream broke mid-body or the client went away: the response cannot be completed.
-                loop.execute { handler.value.abort() }
-            }
-        }
-    }
-}
-
 /// Sent to every connection when the server shuts down: finish the response in flight, then close.
 struct ServerShutdownEvent: Sendable {}
-
-/// Guards against clients that send a request too slowly (slowloris): from the first byte of a request, the
-/// whole request must arrive within the read timeout, or the connection gets a 408 and is closed. Sits in
-/// front of the HTTP decoder, so it sees bytes before any head is complete.
-///
-/// One repeating check per connection (every quarter of the timeout) looks at when the current request
-/// started, rather than a timer scheduled and cancelled per request: on a keep-alive connection serving tens
-/// of thousands of small files a second, that per-request timer was measurable. A slow request is thus
-/// refused between 1 and 1.25 timeouts after its first byte.
-final class SlowRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-
-    private let timeout: TimeAmount
-    private var check: RepeatedTask?
-    /// When the first byte of the request being received arrived; nil between requests.
-    private var requestStarted: NIODeadline?
-
-    init(timeout: TimeAmount) { self.timeout = timeout }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if requestStarted == nil {
-            requestStarted = .now()
-            if check == nil { startChecking(context) }
-        }
-        context.fireChannelRead(data)
-    }
-
-    private func startChecking(_ context: ChannelHandlerContext) {
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let interval = TimeAmount.nanoseconds(max(1_000_000, timeout.nanoseconds / 4))
-        check = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
-            let (guardHandler, context) = loopBound.value
-            guard let started = guardHandler.requestStarted, NIODeadline.now() - started >= guardHandler.timeout else { return }
-            task.cancel()
-            guardHandler.check = nil
-            guardHandler.refuse(context)
-        }
-    }
-
-    private func refuse(_ context: ChannelHandlerContext) {
-        let seconds = timeout.nanoseconds / 1_000_000_000
-        let body = "request not received within \(seconds) s\n"
-        let text = "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nX-Satchel-Error: request not received in time\r\n\r\n" + body
-        let channel = context.channel
-        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: text))).whenComplete { _ in channel.close(promise: nil) }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is RequestReceivedEvent { requestStarted = nil }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        check?.cancel()
-        check = nil
-    }
-}
-
-/// Fired through the pipeline when a whole request (head and body) has arrived.
-struct RequestReceivedEvent: Sendable {}
 
 /// A request copied out of NIO's types, so it can cross into a task.
 struct PendingRequest: Sendable {

@@ -49,13 +49,14 @@ public final class LocalServer: Sendable {
                     decoderLimits.maxHeaderListSize = limits.maxHeaderBytes
                     decoderLimits.maxHeaderFieldSize = limits.maxHeaderBytes
                     try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount(limits.idleTimeout)))
-                    try sync.addHandler(SlowRequestGuard(timeout: TimeAmount(limits.readTimeout)), name: "satchel.http.guard")
-                    try sync.addHandler(HTTPResponseEncoder(), name: ConnectTunnel.httpHandlerNames[0])
+                    let slowRequestGuard = SlowRequestGuard(timeout: TimeAmount(limits.readTimeout))
+                    try sync.addHandler(slowRequestGuard, name: ConnectTunnel.httpHandlerNames[0])
                     try sync.addHandler(
                         ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)),
                         name: ConnectTunnel.httpHandlerNames[1])
-                    try sync.addHandler(HTTPServerPipelineHandler(), name: ConnectTunnel.httpHandlerNames[2])
-                    try sync.addHandler(HTTPConnectionHandler(responder: responder, limits: limits, connect: connect), name: ConnectTunnel.httpHandlerNames[3])
+                    try sync.addHandler(
+                        HTTPConnectionHandler(responder: responder, limits: limits, connect: connect, slowRequestGuard: slowRequestGuard),
+                        name: ConnectTunnel.httpHandlerNames[2])
                 }
             }
         let channel = try await bootstrap.bind(host: configuration.bindHost, port: configuration.port).get()

@@ -4,6 +4,7 @@ import SatchelCore
 /// The latest requests and how each was answered, for the status page.
 public final class RequestLog: Sendable {
     public struct Entry: Sendable, Codable, Equatable {
+        /// `HH:mm:ss.SSS` UTC.
         public var time: String
         public var method: String
         public var url: String
@@ -15,18 +16,58 @@ public final class RequestLog: Sendable {
         public var milliseconds: Double
     }
 
-    private let entries = Locked([Entry]())
+    /// What is kept per request: the time stays a number until someone reads the log (the hot path records
+    /// every request; the status page reads rarely).
+    struct Record: Sendable {
+        var millisecondsOfDay: Int
+        var method: String
+        var url: String
+        var status: Int
+        var outcome: String
+        var bodyChannel: String?
+        var milliseconds: Double
+    }
+
+    /// A ring of the last `capacity` records; `next` is where the next one goes.
+    private let ring = Locked((records: [Record](), next: 0))
     public let capacity: Int
 
-    public init(capacity: Int = 200) { self.capacity = capacity }
+    public init(capacity: Int = 200) { self.capacity = max(1, capacity) }
 
-    func record(_ entry: Entry) {
-        entries.withLock { list in
-            list.append(entry)
-            if list.count > capacity { list.removeFirst(list.count - capacity) }
+    func record(_ record: Record) {
+        ring.withLock { ring in
+            if ring.records.count < capacity {
+                ring.records.append(record)
+            } else {
+                ring.records[ring.next] = record
+            }
+            ring.next = (ring.next + 1) % capacity
         }
     }
 
     /// Newest first.
-    public var recent: [Entry] { entries.withLock { $0.reversed() } }
+    public var recent: [Entry] {
+        let (records, next) = ring.withLock { ($0.records, $0.next) }
+        let ordered = records.count < capacity ? records : Array(records[next...] + records[..<next])
+        return ordered.reversed().map { record in
+            Entry(
+                time: Self.clockText(record.millisecondsOfDay), method: record.method, url: record.url, status: record.status,
+                outcome: record.outcome, bodyChannel: record.bodyChannel, milliseconds: record.milliseconds)
+        }
+    }
+
+    /// Milliseconds since midnight UTC, now, by arithmetic (a DateFormatter per request cost more than serving the file).
+    static func millisecondsOfDayNow() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return (Int(now.tv_sec) % 86_400) * 1000 + Int(now.tv_nsec) / 1_000_000
+    }
+
+    static func clockText(_ milliseconds: Int) -> String {
+        let seconds = milliseconds / 1000
+        let millis = milliseconds % 1000
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(two(seconds / 3600)):\(two(seconds % 3600 / 60)):\(two(seconds % 60)).\(ms)"
+    }
 }

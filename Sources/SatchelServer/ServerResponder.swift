@@ -76,8 +76,8 @@ public final class ServerResponder: Sendable {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         if !path.hasPrefix("/_satchel/status") {
-            log.record(RequestLog.Entry(
-                time: Self.clock(), method: method, url: shown, status: status, outcome: outcome,
+            log.record(RequestLog.Record(
+                millisecondsOfDay: RequestLog.millisecondsOfDayNow(), method: method, url: shown, status: status, outcome: outcome,
                 bodyChannel: channel == .none ? nil : channel.rawValue, milliseconds: (milliseconds * 10).rounded() / 10))
         }
         if configuration.accessLog {
@@ -211,19 +211,25 @@ public final class ServerResponder: Sendable {
     }
 
     static func hostWithoutPort(_ host: String) -> String {
-        let lower = host.lowercased()
-        if lower.hasPrefix("[") { return lower.split(separator: "]").first.map { $0 + "]" } ?? lower }
-        return String(lower.split(separator: ":").first ?? Substring(lower))
+        // One pass over the bytes; most Host headers are lower-case already, so no lower-casing copy then.
+        var hasUpper = false
+        var colon: String.Index?
+        for index in host.utf8.indices {
+            let byte = host.utf8[index]
+            if byte == UInt8(ascii: "[") { return bracketed(host.lowercased()) }
+            if byte == UInt8(ascii: ":") {
+                colon = index
+                break
+            }
+            if byte >= 0x41, byte <= 0x5A { hasUpper = true }
+        }
+        let name = colon.map { String(host[..<$0]) } ?? host
+        return hasUpper ? name.lowercased() : name
     }
 
-    /// `HH:mm:ss.SSS` in UTC, by arithmetic: a DateFormatter per request cost more than serving the file.
-    static func clock() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let seconds = Int(now.tv_sec) % 86_400
-        let millis = Int(now.tv_nsec) / 1_000_000
-        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
-        return "\(two(seconds / 3600)):\(two(seconds % 3600 / 60)):\(two(seconds % 60)).\(ms)"
+    /// An IPv6 literal keeps its brackets and loses the port.
+    private static func bracketed(_ lower: String) -> String {
+        lower.split(separator: "]").first.map { $0 + "]" } ?? lower
     }
+
 }

@@ -1,0 +1,44 @@
+import NIOCore
+import NIOHTTP1
+import SatchelCore
+import SatchelEngine
+@testable import SatchelServer
+import Testing
+
+@Suite("Response heads written by hand, and Host parsing")
+struct ResponseEncodingTests {
+    func encode(_ response: ResourceResponse, isHead: Bool = false, version: HTTPVersion = .http1_1, keepAlive: Bool = true) -> (String, BodyFraming, Bool) {
+        var buffer = ByteBufferAllocator().buffer(capacity: 256)
+        let (framing, open) = ResponseEncoding.writeHead(response, isHead: isHead, version: version, keepAlive: keepAlive, into: &buffer)
+        return (buffer.readString(length: buffer.readableBytes) ?? "", framing, open)
+    }
+
+    @Test func framingFollowsRFC9112() {
+        let bytes = ResourceResponse(status: 200, headers: ["Content-Type": "text/plain", "Content-Length": "5"], body: .bytes(Array("hello".utf8)))
+        #expect(encode(bytes) == ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n", .length(5), true))
+        // HEAD keeps the entity's Content-Length but sends no body; 304 and 204 never have one.
+        #expect(encode(bytes, isHead: true).1 == .none)
+        #expect(encode(ResourceResponse(status: 304, headers: ["ETag": "\"a\""])).0 == "HTTP/1.1 304 Not Modified\r\nETag: \"a\"\r\n\r\n")
+        // A known length without the header gets one; a stream of unknown length is chunked on 1.1 ...
+        #expect(encode(ResourceResponse(status: 200, body: .bytes([1, 2, 3]))).0 == "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n")
+        let stream = ResourceResponse(status: 200, headers: ["Transfer-Encoding": "gzip"], body: .stream(AsyncThrowingStream { $0.finish() }))
+        #expect(encode(stream) == ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", .chunked, true))
+        // ... and delimited by closing the connection on 1.0.
+        #expect(encode(stream, version: .http1_0) == ("HTTP/1.0 200 OK\r\nConnection: close\r\n\r\n", .untilClose, false))
+        // Connection is the server's to decide: a response's own header is replaced.
+        let closing = ResourceResponse(status: 404, headers: ["Connection": "keep-alive", "Content-Length": "0"])
+        #expect(encode(closing, keepAlive: false).0 == "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        #expect(encode(ResourceResponse(status: 200, headers: ["Content-Length": "0"]), version: .http1_0).0 == "HTTP/1.0 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n")
+        var chunk = ByteBufferAllocator().buffer(capacity: 32)
+        ResponseEncoding.writeChunk(Array(repeating: 0x61, count: 26), into: &chunk)
+        #expect(chunk.readString(length: chunk.readableBytes) == "1a\r\n" + String(repeating: "a", count: 26) + "\r\n")
+    }
+
+    @Test func hostWithoutPort() {
+        let cases = [
+            "m.shop.example": "m.shop.example", "M.Shop.Example:8080": "m.shop.example", "127.0.0.1:80": "127.0.0.1",
+            "[::1]:8080": "[::1]", "[::1]": "[::1]", "": "", "docs.example": "docs.example",
+        ]
+        for (input, expected) in cases { #expect(ServerResponder.hostWithoutPort(input) == expected, "\(input)") }
+    }
+}
