@@ -57,6 +57,18 @@ struct ServerTests {
         #expect(pipelined.map(\.status) == [200, 403, 200])
         #expect(String(decoding: pipelined[0].body, as: UTF8.self) == "console.log(1)")
         #expect(pipelined[2].body.isEmpty)
+
+        // Forty pipelined requests in one write, alternating event-loop hits and task-answered endpoints:
+        // the answers come back in request order.
+        let many = (0..<40).map { $0 % 2 == 0 ? "GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n" : "GET /_satchel/hook.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n" }
+        client.send(many.joined())
+        let answers = await client.responses(40)
+        try #require(answers.count == 40)
+        #expect(answers.allSatisfy { $0.status == 200 })
+        for (index, answer) in answers.enumerated() {
+            let text = String(decoding: answer.body, as: UTF8.self)
+            #expect(index % 2 == 0 ? text == "console.log(1)" : text.contains("satchel"), "answer \(index) out of order")
+        }
         await fixture.stop()
     }
 }
