@@ -10,7 +10,7 @@ struct ConnectTunnel: Sendable {
     let allowed: [HostPattern]
     let overrides: [String: String]
     /// Names under which the server pipeline's HTTP handlers were added, removed when the tunnel opens.
-    static let httpHandlerNames = ["satchel.http.guard", "satchel.http.decoder", "satchel.http.handler"]
+    static let httpHandlerNames = ["satchel.http.deadlines", "satchel.http.decoder", "satchel.http.handler"]
 
     func handle(context: ChannelHandlerContext, head: HTTPRequestHead, handler: HTTPConnectionHandler) {
         let parts = head.uri.split(separator: ":")

@@ -21,7 +21,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let responder: ServerResponder
     private let limits: ServerConfiguration.Limits
     private let connect: ConnectTunnel
-    private let slowRequestGuard: SlowRequestGuard?
+    private let deadlines: ConnectionDeadlines?
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
     private var bodyTooLarge = false
@@ -31,8 +31,6 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var queued: [HTTPServerRequestPart] = []
     private var draining = false
     private var readHeldBack = false
-    /// Responses whose last write has not completed yet: shutdown waits for them.
-    private var unfinishedWrites = 0
     /// Responses written without a flush, flushed at the end of the read burst.
     private var needsFlush = false
     /// Between `channelRead` and `channelReadComplete`: responses written now are flushed together at the end.
@@ -41,11 +39,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var closing = false
     private var context: ChannelHandlerContext?
 
-    init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel, slowRequestGuard: SlowRequestGuard?) {
+    init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel, deadlines: ConnectionDeadlines?) {
         self.responder = responder
         self.limits = limits
         self.connect = connect
-        self.slowRequestGuard = slowRequestGuard
+        self.deadlines = deadlines
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -96,7 +94,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             body = nil
             bodyTooLarge = false
             if requestHead.method == .CONNECT {
-                slowRequestGuard?.requestReceived()
+                deadlines?.requestReceived()
                 busy = true
                 connect.handle(context: context, head: requestHead, handler: self)
                 return
@@ -113,7 +111,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
             if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
         case .end:
-            slowRequestGuard?.requestReceived()
+            deadlines?.requestReceived()
             // A CONNECT was answered by the tunnel when its head arrived.
             guard let head, head.method != .CONNECT else { return }
             self.head = nil
@@ -222,33 +220,28 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private var streamKeepsOpen = true
 
-    /// The response's last write: after it the connection takes the next request, or closes.
+    /// The response's last write: after it the connection takes the next request, or closes. Only a closing
+    /// connection needs to know when the write completes; writes complete in order, so that is also when the
+    /// whole response has been handed to the socket (closing earlier would discard what is still queued, such
+    /// as the rest of a sendfile region).
     private func finish(_ context: ChannelHandlerContext, keepAlive: Bool, flush: Bool, last: ByteBuffer?) {
-        unfinishedWrites += 1
-        let done = context.eventLoop.makePromise(of: Void.self)
-        if let last {
-            context.write(wrapOutboundOut(last), promise: done)
-        } else {
-            // Nothing left to write: complete once everything queued before has been written.
-            context.write(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: done)
-        }
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let channel = context.channel
-        let close = !keepAlive || closing
-        done.futureResult.whenComplete { _ in
-            let handler = handler.value
-            handler.unfinishedWrites -= 1
-            // The request counts as in flight until its last byte has been handed to the socket: closing earlier
-            // (on shutdown) would discard what is still queued, such as the rest of a sendfile region.
-            if close || (handler.closing && !handler.busy && handler.unfinishedWrites == 0) { channel.close(promise: nil) }
-        }
-        if flush { context.flush() } else { needsFlush = true }
         busy = false
-        if close {
+        if !keepAlive || closing {
             queued.removeAll()
+            closeAfterWrites(context, last: last)
             return
         }
+        if let last { context.write(wrapOutboundOut(last), promise: nil) }
+        if flush { context.flush() } else { needsFlush = true }
         drainQueue(context)
+    }
+
+    /// Writes `last` (or nothing), flushes, and closes once everything written before has completed.
+    private func closeAfterWrites(_ context: ChannelHandlerContext, last: ByteBuffer? = nil) {
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(last ?? channel.allocator.buffer(capacity: 0))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 
     /// Answers requests that arrived while the last response was being produced, then lets reads resume.
@@ -291,15 +284,16 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case is IdleStateHandler.IdleStateEvent where !busy && unfinishedWrites == 0:
-            context.close(promise: nil)
+        case is ConnectionDeadlines.IdleEvent where !busy && queued.isEmpty:
+            closing = true
+            closeAfterWrites(context)
         case is ServerShutdownEvent:
             closing = true
-            if !busy, unfinishedWrites == 0 { context.close(promise: nil) }
+            if !busy { closeAfterWrites(context) }
         case ChannelEvent.inputClosed:
             // The client sent its last request: answer what is pending, then close.
             closing = true
-            if !busy, queued.isEmpty, unfinishedWrites == 0 { context.close(promise: nil) }
+            if !busy, queued.isEmpty { closeAfterWrites(context) }
         default:
             context.fireUserInboundEventTriggered(event)
         }

@@ -48,14 +48,13 @@ public final class LocalServer: Sendable {
                     var decoderLimits = NIOHTTPDecoderLimitConfiguration()
                     decoderLimits.maxHeaderListSize = limits.maxHeaderBytes
                     decoderLimits.maxHeaderFieldSize = limits.maxHeaderBytes
-                    try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount(limits.idleTimeout)))
-                    let slowRequestGuard = SlowRequestGuard(timeout: TimeAmount(limits.readTimeout))
-                    try sync.addHandler(slowRequestGuard, name: ConnectTunnel.httpHandlerNames[0])
+                    let deadlines = ConnectionDeadlines(readTimeout: TimeAmount(limits.readTimeout), idleTimeout: TimeAmount(limits.idleTimeout))
+                    try sync.addHandler(deadlines, name: ConnectTunnel.httpHandlerNames[0])
                     try sync.addHandler(
                         ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)),
                         name: ConnectTunnel.httpHandlerNames[1])
                     try sync.addHandler(
-                        HTTPConnectionHandler(responder: responder, limits: limits, connect: connect, slowRequestGuard: slowRequestGuard),
+                        HTTPConnectionHandler(responder: responder, limits: limits, connect: connect, deadlines: deadlines),
                         name: ConnectTunnel.httpHandlerNames[2])
                 }
             }
