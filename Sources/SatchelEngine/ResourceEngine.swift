@@ -30,12 +30,19 @@ public final class ResourceEngine: Sendable {
 
     /// The packages being served, indexed once per activation.
     final class Snapshot: Sendable {
+        private static let generations = Locked(0)
+        /// Changes with every reload: what a cache in front of the engine keys on.
+        let generation: Int
         let token: [Int64]
         let index: ScopeIndex<PackageEntry>
         let packages: [ServedPackage]
         let pin: (any Sendable)?
 
         init(token: [Int64], packages: [ServedPackage], pin: (any Sendable)?) {
+            generation = Self.generations.withLock { value -> Int in
+                value += 1
+                return value
+            }
             self.token = token
             self.packages = packages
             self.pin = pin
@@ -96,6 +103,18 @@ public final class ResourceEngine: Sendable {
 
     /// The versions served right now.
     public var servedPackages: [ServedPackage] { currentSnapshot().packages }
+
+    /// Identifies the versions being served: it changes whenever they do (an activation in immediate mode, a
+    /// ``reload()``). A response to a request that carries none of ``headersThatChangeResponses`` may be
+    /// reused, for the same method, host and target, while this is unchanged.
+    public var generation: Int { currentSnapshot().generation }
+
+    /// The request headers whose presence or value can change a package response (conditionals, ranges,
+    /// CORS, and the body-restoring headers); every other header is ignored by the engine's offline answers.
+    public var headersThatChangeResponses: [String] {
+        ["Range", "If-Range", "If-None-Match", "Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers",
+         "Content-Length", "Transfer-Encoding"] + restorerHeaders
+    }
 
     /// Whether any served package claims `host` (lower-case, no port).
     public func claims(host: String) -> Bool { currentSnapshot().index.claims(host: host) }

@@ -22,6 +22,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let limits: ServerConfiguration.Limits
     private let connect: ConnectTunnel
     private let deadlines: ConnectionDeadlines?
+    private let cache: EncodedResponseCache?
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
     private var bodyTooLarge = false
@@ -39,11 +40,15 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var closing = false
     private var context: ChannelHandlerContext?
 
-    init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel, deadlines: ConnectionDeadlines?) {
+    init(
+        responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel, deadlines: ConnectionDeadlines?,
+        cache: EncodedResponseCache?
+    ) {
         self.responder = responder
         self.limits = limits
         self.connect = connect
         self.deadlines = deadlines
+        self.cache = cache
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -124,13 +129,31 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        busy = true
+        // The same plain GET as before, with nothing changed since: the same bytes again.
+        let reuseKey = closing ? nil : cache?.key(for: head)
+        let generation = reuseKey == nil ? 0 : responder.pipeline.engine.generation
+        if let reuseKey, let entry = cache?.lookup(reuseKey, generation: generation) {
+            body = nil
+            responder.recordReused(method: "GET", target: reuseKey.target, hostHeader: reuseKey.host, status: entry.status, outcome: entry.outcome)
+            finish(context, keepAlive: true, flush: false, last: entry.bytes)
+            return
+        }
         var request = PendingRequest(head: head, body: body)
         body = nil
         if closing { request.keepAlive = false }
-        busy = true
         let isHead = request.method == "HEAD"
         // Package hits are answered right here on the event loop; only misses (the network) need a task.
         if let response = responder.respondFromPackages(method: request.method, target: request.target, headers: request.headers, body: request.body) {
+            if let reuseKey, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
+                var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
+                _ = ResponseEncoding.writeHead(response, isHead: false, version: request.version, keepAlive: true, into: &buffer)
+                buffer.writeBytes(bytes)
+                // Stored under the generation read before answering: an activation in between makes it stale, never wrong.
+                cache?.store(reuseKey, EncodedResponseCache.Entry(generation: generation, bytes: buffer, status: 200, outcome: "offline-hit"))
+                finish(context, keepAlive: true, flush: false, last: buffer)
+                return
+            }
             write(response, isHead: isHead, version: request.version, keepAlive: request.keepAlive, flush: false)
             return
         }

@@ -30,6 +30,7 @@ public final class LocalServer: Sendable {
         let limits = configuration.limits
         let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides)
         let children = self.children
+        let cache = EncodedResponseCache(varying: responder.pipeline.engine.headersThatChangeResponses)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -54,7 +55,7 @@ public final class LocalServer: Sendable {
                         ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)),
                         name: ConnectTunnel.httpHandlerNames[1])
                     try sync.addHandler(
-                        HTTPConnectionHandler(responder: responder, limits: limits, connect: connect, deadlines: deadlines),
+                        HTTPConnectionHandler(responder: responder, limits: limits, connect: connect, deadlines: deadlines, cache: cache),
                         name: ConnectTunnel.httpHandlerNames[2])
                 }
             }

@@ -72,6 +72,11 @@ public final class ServerResponder: Sendable {
         return response
     }
 
+    /// Logs a request answered from ``EncodedResponseCache`` (the engine's answer, reused).
+    func recordReused(method: String, target: String, hostHeader: String, status: Int, outcome: String) {
+        record(method: method, shown: "http://\(hostHeader)\(target)", path: target, status: status, outcome: outcome, channel: .none, started: ContinuousClock.now)
+    }
+
     private func record(method: String, shown: String, path: String, status: Int, outcome: String, channel: BodyChannel, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15

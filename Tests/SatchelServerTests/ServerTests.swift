@@ -41,6 +41,35 @@ final class ServerFixture: @unchecked Sendable {
 
 @Suite("satchel serve over real sockets", .serialized)
 struct ServerTests {
+    @Test("a repeated plain GET is answered with the same bytes until a new version is activated; conditionals and ranges are never reused")
+    func reusedAnswers() async throws {
+        let fixture = try await ServerFixture()
+        let client = try RawClient(port: fixture.port)
+        let get = "GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n"
+        client.send(get + get)
+        let twice = await client.responses(2)
+        try #require(twice.count == 2)
+        #expect(twice[0].body == twice[1].body && twice[0].headers == twice[1].headers)
+        #expect(String(decoding: twice[1].body, as: UTF8.self) == "console.log(1)")
+        let etag = try #require(twice[0].headers["etag"])
+        client.send("GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\nIf-None-Match: \(etag)\r\n\r\nGET /app.js HTTP/1.1\r\nHost: m.shop.example\r\nRange: bytes=0-6\r\n\r\n")
+        let conditional = await client.responses(2)
+        #expect(conditional.map(\.status) == [304, 206])
+        #expect(String(decoding: conditional[1].body, as: UTF8.self) == "console")
+
+        // Version 2.0.0 becomes active: the very next request sees it.
+        try makeTree(fixture.folder + "/src2", ["index.html": "<h1>two</h1>", "app.js": "console.log(2)", "offline.html": "<h1>offline</h1>"])
+        let options = PackOptions(id: try PackageID("shop"), version: try SemanticVersion("2.0.0"), scope: try Scope(hosts: [HostPattern("m.shop.example")]))
+        try fixture.store.install(bundle: try Packer.pack(source: fixture.folder + "/src2", options: options, outputFolder: fixture.folder + "/out2").bundle)
+        client.send(get)
+        let after = await client.responses(1)
+        #expect(String(decoding: after.first?.body ?? [], as: UTF8.self) == "console.log(2)")
+        let status = try JSONSerialization.jsonObject(with: Data(fixture.server.responder.statusJSON().utf8)) as? [String: Any]
+        let logged = (status?["requests"] as? [[String: Any]])?.filter { ($0["url"] as? String)?.hasSuffix("/app.js") == true }
+        #expect(logged?.count == 5, "every answer, reused or not, is in the request log")
+        await fixture.stop()
+    }
+
     @Test("origin mode with Host, keep-alive for several requests, and pipelining in order")
     func keepAliveAndPipelining() async throws {
         let fixture = try await ServerFixture()
