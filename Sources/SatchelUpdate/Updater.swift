@@ -2,6 +2,11 @@ import Foundation
 import SatchelCore
 import SatchelEngine
 import SatchelStore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What the updater is doing, for progress bars and logs.
 public enum UpdateProgress: Sendable {
@@ -85,6 +90,7 @@ public struct Updater: Sendable {
         let client = CatalogClient(fetcher: fetcher, cacheFolder: downloadsFolder, timeouts: options.timeouts, retry: options.retry)
         let fetched = try await client.fetch(options.catalogURL, trustedKeys: options.trustedKeys, now: now)
         progress(.catalog(fetched))
+        removeStaleDownloads(keeping: fetched.catalog)
         let installed: [PackageID]
         do { installed = try store.packageIDs() } catch { throw .store(error) }
         let wanted = options.packages.isEmpty ? fetched.catalog.packageIDs.filter(installed.contains) : options.packages
@@ -100,6 +106,24 @@ public struct Updater: Sendable {
             }
         }
         return report
+    }
+
+    /// Partial and finished downloads are named by their SHA-256; those the catalog no longer lists can never
+    /// be resumed or installed, so they go (a release that was withdrawn, an update abandoned midway).
+    func removeStaleDownloads(keeping catalog: Catalog) {
+        var wanted = Set<String>()
+        for entry in catalog.packages {
+            wanted.insert(entry.sha256)
+            for delta in entry.deltas { wanted.insert(delta.sha256) }
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: downloadsFolder)) ?? []
+        for name in names {
+            let hash = String(name.prefix(64))
+            guard name.count > 64, Digests.isSHA256Hex(hash), !wanted.contains(hash),
+                [".part", ".part.validator", ".zip"].contains(String(name.dropFirst(64)))
+            else { continue }
+            unlink(downloadsFolder + "/" + name)
+        }
     }
 
     /// Updates one package from an already fetched catalog.

@@ -99,6 +99,29 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
         }
     }
 
+    @Test func downloadsTheCatalogNoLongerListsAreRemoved() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            try release.publish([try release.entry(release.v110, "1.1.0", deltas: [release.deltaEntry])], signer: release.key)
+            let store = try PackageStore(root: folder + "/store")
+            try store.install(bundle: release.v100)
+            let downloads = store.layout.root + "/downloads"
+            try FileManager.default.createDirectory(atPath: downloads, withIntermediateDirectories: true)
+            let stale = String(repeating: "e", count: 64)
+            for name in ["\(stale).part", "\(stale).part.validator", "\(stale).zip", "notes.txt"] {
+                try Data("x".utf8).write(to: URL(fileURLWithPath: downloads + "/" + name))
+            }
+            // A partial of the delta the catalog lists, with its validator: kept, and resumed from.
+            let delta = try readBytes(release.delta.delta)
+            try Data(delta.prefix(100)).write(to: URL(fileURLWithPath: downloads + "/\(release.delta.sha256).part"))
+            try Data("\"\(Digests.sha256Hex(delta))\"".utf8).write(to: URL(fileURLWithPath: downloads + "/\(release.delta.sha256).part.validator"))
+            let report = try await release.updater(store).run()
+            #expect(report.outcomes.first?.resumed == true && report.outcomes.first?.via == "delta")
+            #expect(report.outcomes.first?.downloadedBytes == Int64(delta.count - 100))
+            #expect(listing(downloads).filter { !$0.hasPrefix("catalog-") } == ["notes.txt"])
+        }
+    }
+
     @Test func damagedBaseFallsBackToTheFullBundle() async throws {
         try await withTemporaryFolder { folder async throws in
             let release = try Release(folder: folder)
