@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBundle
 import SatchelCore
 import SatchelEngine
 import SatchelStore
@@ -176,13 +177,22 @@ public struct Updater: Sendable {
         outcome.resumed = outcome.resumed || report.resumed
         progress(.installing(id: id, version: version, delta: isDelta))
         defer { unlink(report.path) }
+        // The catalog and the signed manifest must name the same version before the store sees the bundle: a
+        // mismatch found after installing would leave the store changed by a refused update.
+        do {
+            let manifest = try BundleReader(path: report.path).manifest
+            guard manifest.id == entry.id, manifest.version == entry.version else {
+                throw UpdateError.catalogMismatch(url: target.url, catalog: "\(id) \(version)", bundle: "\(manifest.id) \(manifest.version)")
+            }
+        } catch let error as UpdateError {
+            throw error
+        } catch let error as BundleError {
+            throw .store(.invalidBundle(error))
+        } catch {
+            throw .store(.io(operation: "read", path: report.path, errno: EIO))
+        }
         let result: InstallResult
         do { result = try store.install(bundle: report.path, expectedSHA256: target.sha256) } catch { throw .store(error) }
-        guard result.id == id, result.version == version else {
-            // The catalog said one thing and the signed manifest another: keep what the manifest says, but say so.
-            throw .store(.invalidArgument(FieldError(
-                field: "catalog entry", value: "\(id) \(version)", reason: "the bundle is \(result.id) \(result.version)")))
-        }
         return result
     }
 

@@ -167,6 +167,14 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
             #expect(corrupted.failures.count == 1)
             if case .checksumMismatch = corrupted.failures.first?.error {} else { Issue.record("expected a checksum mismatch, got \(corrupted.failures)") }
 
+            // The catalog lists 1.2.0 at the URL of the 1.1.0 bundle: refused before the store sees it.
+            var mislabelled = try release.entry(release.v110, "1.1.0")
+            mislabelled.version = try SemanticVersion("1.2.0")
+            try release.publish([mislabelled], signer: release.key)
+            let mismatch = try await release.updater(store).run()
+            #expect(mismatch.failures.first?.error == .catalogMismatch(url: release.base + "shop-1.1.0.zip", catalog: "shop 1.2.0", bundle: "shop 1.1.0"))
+            #expect(try storeSnapshot(store.layout.root) == before)
+
             // 1.1.0 installed; a catalog whose newest is 1.0.0 is a downgrade.
             try store.install(bundle: release.v110)
             let installed = try storeSnapshot(store.layout.root)
@@ -176,7 +184,6 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
             #expect(try storeSnapshot(store.layout.root) == installed)
             let allowed = try await release.updater(store, allowDowngrade: true).run()
             #expect(allowed.outcomes.first?.to == "1.0.0")
-            _ = before
         }
     }
 
