@@ -29,18 +29,8 @@ struct BundleFactory {
 }
 
 /// Everything under a store folder (paths and file contents), to prove that a refused operation changed nothing.
-func snapshot(_ root: String) throws -> [String: [UInt8]] {
-    var result: [String: [UInt8]] = [:]
-    let enumerator = FileManager.default.enumerator(atPath: root)
-    while let path = enumerator?.nextObject() as? String {
-        var isFolder: ObjCBool = false
-        _ = FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
-        result[path] = isFolder.boolValue ? [] : try readBytes(root + "/" + path)
-    }
-    // The lock file's contents never matter; its presence is not a change.
-    result.removeValue(forKey: "lock")
-    return result
-}
+/// The lock file's contents never matter; its presence is not a change.
+func snapshot(_ root: String) throws -> [String: [UInt8]] { try treeSnapshot(root) { $0 == "lock" } }
 
 func id(_ raw: String) -> PackageID { try! PackageID(raw) }
 func v(_ raw: String) -> SemanticVersion { try! SemanticVersion(raw) }

@@ -80,3 +80,28 @@ public func withTemporaryFolder<T>(_ body: (String) async throws -> T) async thr
     defer { try? FileManager.default.removeItem(atPath: path) }
     return try await body(path)
 }
+
+/// Every entry under `root` with its bytes (folders map to no bytes), except paths `skip` names: a refused
+/// operation must leave this exactly as it was.
+public func treeSnapshot(_ root: String, skip: (String) -> Bool = { _ in false }) throws -> [String: [UInt8]] {
+    var result: [String: [UInt8]] = [:]
+    let enumerator = FileManager.default.enumerator(atPath: root)
+    while let path = enumerator?.nextObject() as? String {
+        if skip(path) { continue }
+        var isFolder: ObjCBool = false
+        _ = FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
+        result[path] = isFolder.boolValue ? [] : try readBytes(root + "/" + path)
+    }
+    return result
+}
+
+/// Mounts a tmpfs of `size` (such as "1m") at `path`, creating the folder, and unmounts it after `body`.
+/// Throws when the mount is refused: a disk-full path that is never exercised is not tested (root is
+/// available on the test machines).
+public func withSmallFileSystem<T>(at path: String, size: String, _ body: () async throws -> T) async throws -> T {
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    let mount = try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path])
+    guard mount.status == 0 else { throw ToolFailed(tool: "mount -t tmpfs \(path)", outcome: mount) }
+    defer { _ = try? runProcess("/bin/umount", [path]) }
+    return try await body()
+}

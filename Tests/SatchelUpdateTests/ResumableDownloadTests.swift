@@ -108,19 +108,17 @@ private func pattern(_ count: Int, seed: UInt8 = 7) -> [UInt8] { (0..<count).map
     @Test func diskFullIsTypedAndNotRetried() async throws {
         try await withTemporaryFolder { folder async throws in
             let mountPoint = folder + "/small"
-            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-            let mount = try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
-            try #require(mount.status == 0, "mounting a tmpfs failed: \(mount.stderr)")
-            defer { _ = try? runProcess("/bin/umount", [mountPoint]) }
-            let origin = FakeOrigin()
-            let url = "https://cdn.example/big.zip"
-            let bytes = pattern(3_000_000)
-            origin.put(url, bytes)
-            let target = DownloadTarget(url: url, size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes))
-            await #expect(throws: UpdateError.diskFull(path: mountPoint + "/downloads/\(target.sha256).part")) {
-                try await ResumableDownload(fetcher: origin, retry: RetryPolicy(attempts: 4, initialDelay: .seconds(5))).download(target, into: mountPoint + "/downloads")
+            try await withSmallFileSystem(at: mountPoint, size: "1m") { () async throws in
+                let origin = FakeOrigin()
+                let url = "https://cdn.example/big.zip"
+                let bytes = pattern(3_000_000)
+                origin.put(url, bytes)
+                let target = DownloadTarget(url: url, size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes))
+                await #expect(throws: UpdateError.diskFull(path: mountPoint + "/downloads/\(target.sha256).part")) {
+                    try await ResumableDownload(fetcher: origin, retry: RetryPolicy(attempts: 4, initialDelay: .seconds(5))).download(target, into: mountPoint + "/downloads")
+                }
+                #expect(origin.requests.count == 1)
             }
-            #expect(origin.requests.count == 1)
         }
     }
 }

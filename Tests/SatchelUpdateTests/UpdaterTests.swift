@@ -60,15 +60,7 @@ private struct Release {
 
 /// Everything under a store folder except the updater's download cache and the lock, to prove a refusal changed nothing.
 private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
-    var result: [String: [UInt8]] = [:]
-    let enumerator = FileManager.default.enumerator(atPath: root)
-    while let path = enumerator?.nextObject() as? String {
-        if path == "lock" || path.hasPrefix("downloads") { continue }
-        var isFolder: ObjCBool = false
-        _ = FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isFolder)
-        result[path] = isFolder.boolValue ? [] : try readBytes(root + "/" + path)
-    }
-    return result
+    try treeSnapshot(root) { $0 == "lock" || $0.hasPrefix("downloads") }
 }
 
 @Suite struct UpdaterTests {
