@@ -105,7 +105,7 @@ extension Satchel {
             do {
                 catalog = try Catalog(
                     expires: expiry,
-                    packages: entries.values.map { CatalogEntry(id: $0.id, version: $0.version, url: $0.url, size: $0.size, sha256: $0.sha256, minRuntime: $0.minRuntime, deltas: $0.deltas) })
+                    packages: Array(entries.values))
             } catch {
                 Output.error(error.description)
                 throw ExitCode.failure

@@ -63,7 +63,8 @@ private func entry(_ version: String, size: Int64 = 1000, minRuntime: String? = 
     }
 
     @Test func picksNewestCompatibleAndPrefersSmallerDeltaFromAnInstalledBase() throws {
-        #expect(try plan(active: "1.0.0") == .install(entry("1.1.0", deltas: [("1.0.0", 50), ("0.9.0", 5000)]), delta: CatalogDelta(from: v("1.0.0"), url: "shop-1.0.0-1.1.0.zip", size: 50, sha256: shaB), replacing: v("1.0.0")))
+        // The catalog keeps deltas in base-version order, whatever order they were listed in.
+        #expect(try plan(active: "1.0.0") == .install(entry("1.1.0", deltas: [("0.9.0", 5000), ("1.0.0", 50)]), delta: CatalogDelta(from: v("1.0.0"), url: "shop-1.0.0-1.1.0.zip", size: 50, sha256: shaB), replacing: v("1.0.0")))
         // The delta from 0.9.0 is larger than the bundle: the full bundle wins.
         if case .install(_, let delta, _) = try plan(active: "0.9.0") { #expect(delta == nil) } else { Issue.record("expected an install") }
         // No base installed: full bundle, nothing replaced.

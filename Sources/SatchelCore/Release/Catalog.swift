@@ -21,7 +21,12 @@ public struct Catalog: Hashable, Sendable {
     public init(expires: Timestamp, packages: [CatalogEntry]) throws(CatalogError) {
         schema = Self.schemaVersion
         self.expires = expires
-        self.packages = packages.sorted { ($0.id.value, $0.version) < ($1.id.value, $1.version) }
+        // The canonical order is the catalog's to keep, whatever order entries and deltas were built in.
+        self.packages = packages.map { entry in
+            var entry = entry
+            entry.deltas.sort { $0.from < $1.from }
+            return entry
+        }.sorted { ($0.id.value, $0.version) < ($1.id.value, $1.version) }
         var seen = Set<String>()
         for entry in self.packages {
             guard seen.insert("\(entry.id) \(entry.version)").inserted else {
@@ -108,7 +113,7 @@ public struct CatalogEntry: Hashable, Sendable {
     public var size: Int64
     public var sha256: String
     public var minRuntime: SemanticVersion?
-    /// Sorted by base version.
+    /// Sorted by base version in a ``Catalog``.
     public var deltas: [CatalogDelta]
 
     public init(
@@ -121,7 +126,7 @@ public struct CatalogEntry: Hashable, Sendable {
         self.size = size
         self.sha256 = sha256
         self.minRuntime = minRuntime
-        self.deltas = deltas.sorted { $0.from < $1.from }
+        self.deltas = deltas
     }
 
     /// Whether a runtime (the app's Satchel runtime version) may install this version.
