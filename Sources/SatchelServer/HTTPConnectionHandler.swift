@@ -150,7 +150,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 _ = ResponseEncoding.writeHead(response, isHead: false, version: request.version, keepAlive: true, into: &buffer)
                 buffer.writeBytes(bytes)
                 // Stored under the generation read before answering: an activation in between makes it stale, never wrong.
-                cache?.store(reuseKey, EncodedResponseCache.Entry(generation: generation, bytes: buffer, status: 200, outcome: "offline-hit"))
+                cache?.store(reuseKey, EncodedResponseCache.Entry(generation: generation, bytes: buffer, status: 200, outcome: ServerResponder.packageOutcome(200)))
                 finish(context, keepAlive: true, flush: false, last: buffer)
                 return
             }

@@ -66,10 +66,15 @@ public final class ServerResponder: Sendable {
         guard method == "GET" || method == "HEAD", !pipeline.engine.restoresBody(request),
             case .response(var response) = pipeline.engine.handleSynchronously(request)
         else { return nil }
-        let label = response.status == 304 ? "not-modified" : response.status == 206 ? "range" : response.status < 400 ? "offline-hit" : "error"
+        let label = Self.packageOutcome(response.status)
         if configuration.injectHook { response = injectingHook(into: response) }
         record(method: method, shown: isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)", path: target, status: response.status, outcome: label, channel: .none, started: started)
         return response
+    }
+
+    /// How the status page names a package answer.
+    static func packageOutcome(_ status: Int) -> String {
+        status == 304 ? "not-modified" : status == 206 ? "range" : status < 400 ? "offline-hit" : "error"
     }
 
     /// Logs a request answered from ``EncodedResponseCache`` (the engine's answer, reused).
@@ -113,7 +118,7 @@ public final class ServerResponder: Sendable {
         let (response, outcome, channel) = await pipeline.respond(to: ResourceRequest(method: method, url: url, headers: requestHeaders, body: requestBody))
         let label: String
         switch outcome {
-        case .package: label = response.status == 304 ? "not-modified" : response.status == 206 ? "range" : response.status < 400 ? "offline-hit" : "error"
+        case .package: label = Self.packageOutcome(response.status)
         case .network: label = "network"
         case .packageAfterNetworkFailure: label = "package-after-network-failure"
         case .offlinePage: label = "offline-page"
