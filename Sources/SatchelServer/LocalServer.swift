@@ -31,6 +31,7 @@ public final class LocalServer: Sendable {
         let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides)
         let children = self.children
         let cache = EncodedResponseCache(varying: responder.pipeline.engine.headersThatChangeResponses)
+        Self.instantiateHandlerTypes()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -62,6 +63,18 @@ public final class LocalServer: Sendable {
         let channel = try await bootstrap.bind(host: configuration.bindHost, port: configuration.port).get()
         serverChannel.withLock { $0 = channel }
         return channel.localAddress?.port ?? configuration.port
+    }
+
+    /// Builds the generic handler and message types once, on this thread, before any connection is accepted.
+    /// A browser opens several connections at once, so the first ones are set up on both event loops at the
+    /// same moment; in one CI run the Swift runtime crashed (a null metadata pointer while instantiating
+    /// `ByteToMessageHandler<HTTPRequestDecoder>` from its mangled name in the channel initializer), the
+    /// signature of a race on first-time generic metadata instantiation. Instantiated here, later lookups
+    /// only read the runtime's cache.
+    static func instantiateHandlerTypes() {
+        _ = ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop))
+        _ = [HTTPServerRequestPart]()
+        _ = NIOAny(HTTPServerRequestPart.end(nil))
     }
 
     /// Stops accepting, lets in-flight responses finish, closes idle connections, then stops the threads.
