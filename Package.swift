@@ -8,6 +8,7 @@ import PackageDescription
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   SatchelEngine   URL -> package file -> HTTP response (above Core only; the store plugs in as a PackageSource)
 //   SatchelUpdate   catalog, resumable downloads, delta install: above the store (and the engine's NetworkFetcher)
+//   SatchelOptions  command-line options shared by every engine host (the CLI, the WebKitGTK viewer)
 //   satchel         the CLI
 let package = Package(
     name: "Satchel",
@@ -20,6 +21,8 @@ let package = Package(
         .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
         .library(name: "SatchelWebKit", targets: ["SatchelWebKit"]),
         .library(name: "SatchelUpdate", targets: ["SatchelUpdate"]),
+        .library(name: "SatchelServer", targets: ["SatchelServer"]),
+        .library(name: "SatchelOptions", targets: ["SatchelOptions"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -76,10 +79,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The command-line options every engine host shares (`satchel` and the WebKitGTK viewer in integrations/):
+        // a store, its keys and trial limit, the upstream allow-list and overrides.
+        .target(
+            name: "SatchelOptions",
+            dependencies: [
+                "SatchelCore", "SatchelStore", "SatchelEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelServer", "SatchelUpdate",
+                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelServer", "SatchelUpdate", "SatchelOptions",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -40,14 +40,6 @@ enum Output {
         }
         return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
     }
-
-    /// Reads a key file, turning any failure into a usage error that names the file.
-    static func readKeyFile(_ path: String, option: String) throws -> String {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("cannot read \(option) file \(path)")
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
 }
 
 /// A one-line progress bar on stderr, redrawn at most ten times a second; nothing when stderr is not a terminal.

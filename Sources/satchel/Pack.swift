@@ -3,6 +3,7 @@ import Foundation
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
+import SatchelOptions
 
 extension Satchel {
     struct Pack: ParsableCommand {
@@ -82,7 +83,7 @@ extension Satchel {
                 }
                 var key: SigningKey?
                 if let signKey {
-                    do { key = try SigningKey(base64: try Output.readKeyFile(signKey, option: "--sign-key")) } catch let error as KeyError {
+                    do { key = try SigningKey(base64: try KeyFile.read(signKey, option: "--sign-key")) } catch let error as KeyError {
                         throw ValidationError("--sign-key \(signKey): \(error)")
                     }
                 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelOptions
 import SatchelStore
 import SatchelUpdate
 
@@ -50,7 +51,7 @@ extension Satchel {
 
         func run() throws {
             let key = try signKey.map { path in
-                do { return try SigningKey(base64: try Output.readKeyFile(path, option: "--sign-key")) } catch let error as KeyError {
+                do { return try SigningKey(base64: try KeyFile.read(path, option: "--sign-key")) } catch let error as KeyError {
                     throw ValidationError("--sign-key \(path): \(error)")
                 }
             }
@@ -197,7 +198,7 @@ extension Satchel {
         var json = false
 
         func run() async throws {
-            let store = try options.open()
+            let store = try options.openForCommand()
             let runtimeVersion = try runtime.map(parseVersion)
             let ids = try packages.map(parseID)
             let updater = Updater(store: store, options: UpdaterOptions(

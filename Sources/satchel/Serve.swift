@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SatchelCore
 import SatchelEngine
+import SatchelOptions
 import SatchelServer
 import SatchelStore
 
@@ -18,14 +19,11 @@ extension Satchel {
                 to load https://<package host>/... through the engine.
                 """)
 
-        @Option(help: "The store folder.", completion: .directory) var store: String
+        @OptionGroup var storeOptions: StoreOptions
         @Option(help: "Address to bind (loopback unless told otherwise).") var bind: String = "127.0.0.1"
         @Option(help: "Port; 0 picks a free one.") var port: Int = 8080
         @Option(help: "Host assumed for origin-mode requests whose Host names no package.") var defaultHost: String?
-        @Option(name: .customLong("allow-upstream"), help: "A host the network fallback and CONNECT may reach (repeatable; '*.' allowed).")
-        var allowUpstream: [String] = []
-        @Option(name: .customLong("upstream"), help: "<host>=<url>: send that host's network requests to another origin (repeatable).")
-        var upstreams: [String] = []
+        @OptionGroup var upstream: UpstreamOptions
         @Flag(help: "Add the body hook to served HTML.") var injectHook = false
         @Flag(help: "Drop every request body that reaches the engine, as WebKit does.") var emulateBodyLoss = false
         @Option(help: "Also serve this folder of bundles and catalogs as static files (for the updater).", completion: .directory)
@@ -37,7 +35,6 @@ extension Satchel {
         func validate() throws {
             guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
             guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-            for spec in upstreams where !spec.contains("=") { throw ValidationError("--upstream must look like host=url, not \(spec)") }
         }
 
         func run() async throws {
@@ -47,14 +44,9 @@ extension Satchel {
                 handler.logLevel = level
                 return handler
             }
-            let hosts: [HostPattern]
-            do { hosts = try allowUpstream.map { try HostPattern($0.lowercased()) } } catch { throw ValidationError("\(error)") }
-            var overrides: [String: String] = [:]
-            for spec in upstreams {
-                let parts = spec.split(separator: "=", maxSplits: 1)
-                overrides[parts[0].lowercased()] = String(parts[1])
-            }
-            let packageStore = try storeOperation { () throws(StoreError) in try PackageStore(root: store) }
+            let hosts = try upstream.allowedHosts()
+            let overrides = try upstream.overrides()
+            let packageStore = try storeOptions.openForCommand()
             let launch = try storeOperation { () throws(StoreError) in try packageStore.beginLaunch() }
             for rollback in launch.rolledBack { Output.note("\(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)") }
             let configuration = ServerConfiguration(
@@ -67,7 +59,7 @@ extension Satchel {
                 Output.error("\(error)")
                 throw ExitCode.failure
             }
-            let pipeline = RequestPipeline(engine: engine, policy: NetworkPolicy(allowedHosts: hosts, upstreamOverrides: overrides))
+            let pipeline = RequestPipeline(engine: engine, policy: try upstream.policy())
             let server = LocalServer(responder: ServerResponder(store: packageStore, pipeline: pipeline, configuration: configuration))
             let boundPort: Int
             do { boundPort = try await server.start() } catch {

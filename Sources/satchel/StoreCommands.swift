@@ -2,29 +2,14 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelOptions
 import SatchelStore
 
-/// `--store`, shared by every store command.
-struct StoreOptions: ParsableArguments {
-    @Option(help: "The store folder (created when missing).", completion: .directory)
-    var store: String
-
-    @Option(name: .customLong("public-key"), help: "A trusted Ed25519 public key file (repeatable); bundles must then be signed by one.", completion: .file())
-    var publicKeys: [String] = []
-
-    @Option(help: "Launches a trial may have before the next launch rolls it back.")
-    var maxTrialLaunches: Int = 3
-
-    func open() throws -> PackageStore {
-        var keys: [VerifyingKey] = []
-        for path in publicKeys {
-            do { keys.append(try VerifyingKey(base64: try Output.readKeyFile(path, option: "--public-key"))) } catch let error as KeyError {
-                throw ValidationError("--public-key \(path): \(error)")
-            }
-        }
-        return try storeOperation { () throws(StoreError) in
-            try PackageStore(root: store, configuration: StoreConfiguration(trustedKeys: keys, maxTrialLaunches: maxTrialLaunches))
-        }
+extension StoreOptions {
+    /// Opens the store for a command: a store error is printed as one line and exits 1.
+    func openForCommand() throws -> PackageStore {
+        let configuration = try configuration()
+        return try storeOperation { () throws(StoreError) in try PackageStore(root: store, configuration: configuration) }
     }
 }
 
@@ -59,7 +44,7 @@ extension Satchel {
         var json = false
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openForCommand()
             let result = try storeOperation { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256) }
             if json {
                 Output.json(result)
@@ -78,7 +63,7 @@ extension Satchel {
         var json = false
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openForCommand()
             let packages = try storeOperation { () throws(StoreError) in try store.list() }
             if json { return Output.json(packages) }
             if packages.isEmpty { return Output.line("no packages installed in \(options.store)") }
@@ -98,7 +83,7 @@ extension Satchel {
 
         func run() throws {
             let (id, version) = (try parseID(id), try parseVersion(version))
-            let store = try options.open()
+            let store = try options.openForCommand()
             try storeOperation { () throws(StoreError) in try store.activate(id, version) }
             Output.line("\(id) \(version) is active")
         }
@@ -111,7 +96,7 @@ extension Satchel {
 
         func run() throws {
             let id = try parseID(id)
-            let store = try options.open()
+            let store = try options.openForCommand()
             let state = try storeOperation { () throws(StoreError) in try store.confirm(id) }
             Output.line("\(id) \(state.active) confirmed")
         }
@@ -124,7 +109,7 @@ extension Satchel {
 
         func run() throws {
             let id = try parseID(id)
-            let store = try options.open()
+            let store = try options.openForCommand()
             let state = try storeOperation { () throws(StoreError) in try store.rollback(id) }
             Output.line("\(id) rolled back to \(state.active)")
         }
@@ -138,7 +123,7 @@ extension Satchel {
         var json = false
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openForCommand()
             let report = try storeOperation { () throws(StoreError) in try store.beginLaunch() }
             if json { return Output.json(report) }
             for rollback in report.rolledBack { Output.line("\(rollback.id): trial \(rollback.from) was never confirmed; rolled back to \(rollback.to)") }
@@ -156,7 +141,7 @@ extension Satchel {
         func run() throws {
             let id = try parseID(id)
             let version = try version.map(parseVersion)
-            let store = try options.open()
+            let store = try options.openForCommand()
             try storeOperation { () throws(StoreError) in try store.remove(id, version: version) }
             Output.line(version.map { "removed \(id) \($0)" } ?? "removed \(id)")
         }
@@ -175,7 +160,7 @@ extension Satchel {
         }
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openForCommand()
             let removed = try storeOperation { () throws(StoreError) in try store.collectGarbage(keep: keep) }
             if json { return Output.json(["removed": removed]) }
             Output.line(removed.isEmpty ? "nothing to remove" : "removed " + removed.joined(separator: ", "))
@@ -189,7 +174,7 @@ extension Satchel {
         @Flag(help: "Print one JSON object.") var json = false
 
         func run() throws {
-            let store = try options.open()
+            let store = try options.openForCommand()
             let problems = try storeOperation { () throws(StoreError) in try store.check() }
             if json {
                 struct Report: Encodable { let ok: Bool; let problems: [CheckProblem] }

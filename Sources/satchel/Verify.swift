@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelOptions
 
 extension Satchel {
     struct Verify: ParsableCommand {
@@ -35,7 +36,7 @@ extension Satchel {
         func run() throws {
             var keys: [VerifyingKey] = []
             if let publicKey {
-                do { keys = [try VerifyingKey(base64: try Output.readKeyFile(publicKey, option: "--public-key"))] } catch let error as KeyError {
+                do { keys = [try VerifyingKey(base64: try KeyFile.read(publicKey, option: "--public-key"))] } catch let error as KeyError {
                     throw ValidationError("--public-key \(publicKey): \(error)")
                 }
             }
