@@ -71,27 +71,33 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
 /// The header fields that belong to one connection and never cross a proxy (RFC 9110 §7.6.1): the listed
 /// ones, and any field the `Connection` header names. One rule for both directions of the network fallback.
 public enum HopByHop {
-    /// Lower-case.
-    public static let fields: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-        "transfer-encoding", "upgrade",
+    public static let fields: [String] = [
+        "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "TE", "Trailer",
+        "Transfer-Encoding", "Upgrade",
     ]
 
-    /// `headers` without hop-by-hop fields (and without the lower-case names in `also`), every other field kept
-    /// as it was: same order, repeated fields as separate lines, values untouched.
-    public static func removing(from headers: HTTPHeaders, also extra: Set<String> = []) -> HTTPHeaders {
-        var named = Set<String>()
+    /// `headers` without hop-by-hop fields (and without the fields named in `also`), every other field kept as it
+    /// was: same order, repeated fields as separate lines, values untouched. Runs for every forwarded request and
+    /// response, so it compares names in place rather than lower-casing copies.
+    public static func removing(from headers: HTTPHeaders, also extra: [String] = []) -> HTTPHeaders {
+        // Fields the Connection header names are hop-by-hop too (rare: most requests have no Connection field).
+        var named: [String] = []
         for value in headers.values("Connection") {
             for token in value.split(separator: ",") {
-                let name = token.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
-                named.insert(String(name).lowercased())
+                let start = token.firstIndex { $0 != " " && $0 != "\t" } ?? token.endIndex
+                let end = token.lastIndex { $0 != " " && $0 != "\t" }.map { token.index(after: $0) } ?? start
+                if start < end { named.append(String(token[start..<end])) }
             }
         }
         var kept = HTTPHeaders(capacity: headers.count)
         for field in headers {
-            let lower = field.name.lowercased()
-            if fields.contains(lower) || extra.contains(lower) || named.contains(lower) { continue }
-            kept.add(field.name, field.value)
+            let name = field.name
+            if fields.contains(where: { HTTPHeaders.equalNames($0, name) }) || extra.contains(where: { HTTPHeaders.equalNames($0, name) })
+                || named.contains(where: { HTTPHeaders.equalNames($0, name) })
+            {
+                continue
+            }
+            kept.add(name, field.value)
         }
         return kept
     }
@@ -121,10 +127,17 @@ public struct NetworkPolicy: Sendable {
 
     /// Request fields that describe this hop, not the request (RFC 9110 §7.6.1), plus the two the fetcher sets
     /// itself: `Host` (the upstream's authority) and `Content-Length` (of the restored body).
-    static let notForwarded: Set<String> = HopByHop.fields.union(["host", "content-length"])
+    static let notForwarded = ["Host", "Content-Length"]
 
     /// The request to send upstream for `request`, whose URL is `upstreamURL`; throws when the host is not allowed.
     func upstreamRequest(for request: ResourceRequest, upstreamURL: String) async throws(FetchError) -> ResourceRequest {
+        var upstream = try upstreamRequestWithoutCookies(for: request, upstreamURL: upstreamURL)
+        if !upstream.headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL) { upstream.headers.add("Cookie", value) }
+        return upstream
+    }
+
+    /// The same, without asking the ``CookieProvider``.
+    func upstreamRequestWithoutCookies(for request: ResourceRequest, upstreamURL: String) throws(FetchError) -> ResourceRequest {
         guard let url = RequestURL(upstreamURL), url.scheme == "https" || url.scheme == "http" else { throw .unsupportedURL(upstreamURL) }
         guard allowedHosts.contains(where: { $0.matches(url.host) }) else { throw .hostNotAllowed(url.host) }
         var target = upstreamURL
@@ -133,8 +146,6 @@ public struct NetworkPolicy: Sendable {
             let afterAuthority = upstreamURL.drop { $0 != ":" }.dropFirst(3).drop { $0 != "/" && $0 != "?" }
             target = (base.hasSuffix("/") ? String(base.dropLast()) : base) + afterAuthority
         }
-        var headers = HopByHop.removing(from: request.headers, also: Self.notForwarded)
-        if !headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL) { headers.add("Cookie", value) }
-        return ResourceRequest(method: request.method, url: target, headers: headers, body: request.body)
+        return ResourceRequest(method: request.method, url: target, headers: HopByHop.removing(from: request.headers, also: Self.notForwarded), body: request.body)
     }
 }

@@ -48,7 +48,11 @@ public final class UpstreamExchange: HTTPClientResponseDelegate, BodyReader, @un
         headTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
             fail(FetchError.timedOut("no response head from \(url) within \(timeout)"))
         }
-        task = client.execute(request: request, delegate: self, eventLoop: .delegateAndChannel(on: eventLoop))
+        // `.delegate(on:)`, not `.delegateAndChannel(on:)`: a request that *requires* a loop gets a connection
+        // the pool uses once and closes (an "overflow" connection) whenever none is idle on that loop, which
+        // under load meant a new upstream connection per request. Preferring the loop keeps the pool's
+        // connections reused, and they are mostly on this loop anyway.
+        task = client.execute(request: request, delegate: self, eventLoop: .delegate(on: eventLoop))
     }
 
     // MARK: The consumer's side
@@ -92,7 +96,9 @@ public final class UpstreamExchange: HTTPClientResponseDelegate, BodyReader, @un
     public func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         headTimer?.cancel()
         headTimer = nil
-        headPromise.succeed(head)
+        // Handed over once the client has processed the rest of what it read: the first body part (often the
+        // whole of a small body) is then waiting, and the consumer writes head and body with one syscall.
+        eventLoop.execute { self.headPromise.succeed(head) }
         return eventLoop.makeSucceededVoidFuture()
     }
 

@@ -8,8 +8,9 @@ import NIOHTTP1
 ///
 /// **Ordering.** Requests are answered one at a time, in the order they arrived. Whatever arrives while an
 /// answer is in flight (further pipelined requests, a parse error, the client's half-close) waits in the queue
-/// and is taken up, in order, when the answer ends; meanwhile reads are held back, so a pipelining client cannot
-/// make the server buffer without bound. A parse error is thus answered after the valid requests before it.
+/// and is taken up, in order, when the answer ends; once something is queued, reads are held back, so a
+/// pipelining client cannot make the server buffer without bound. A parse error is thus answered after the valid
+/// requests before it.
 ///
 /// **Deadlines.** A request must arrive whole within the read timeout of its first byte (else 408: slowloris);
 /// the clock runs only while the server waits for that request, never while it answers an earlier one. A
@@ -199,12 +200,15 @@ struct ConnectionStateMachine {
     // MARK: Reading
 
     /// The channel wants to read: true to read now, false to hold the read back until the answer in flight ends.
+    /// While an answer is in flight, reading goes on until something is queued: a client that sends one request
+    /// and waits costs no change of the socket's read interest (two system calls per request), and one that
+    /// pipelines is held back as soon as its next request has arrived.
     mutating func readRequested() -> Bool {
         switch state {
-        case .answering, .tunnelling:
+        case .tunnelling:
             readHeldBack = true
             return false
-        case .awaitingHead, .receivingBody, .closed:
+        case .answering, .awaitingHead, .receivingBody, .closed:
             if !queue.isEmpty {
                 readHeldBack = true
                 return false

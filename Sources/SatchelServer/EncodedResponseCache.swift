@@ -39,8 +39,8 @@ final class EncodedResponseCache: Sendable {
 
     /// The key for a request whose answer may be reused or stored: a plain GET over keep-alive HTTP/1.1 for a
     /// URL the event loop answers from packages, carrying nothing that can change the answer.
-    func key(for head: HTTPRequestHead, packageURL: String?) -> Key? {
-        guard head.method == .GET, head.version == .http1_1, let url = packageURL else { return nil }
+    func key(for head: HTTPRequestHead, engineURL: String?) -> Key? {
+        guard head.method == .GET, head.version == .http1_1, let url = engineURL else { return nil }
         for (name, _) in head.headers where varying.contains(where: { SatchelCore.HTTPHeaders.equalNames($0, name) }) { return nil }
         return Key(url: url)
     }

@@ -43,6 +43,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The upstream body being forwarded, and whether it waits for the client's socket to become writable.
     private var forwarding: Forwarding?
     private var pausedUpstream = false
+    /// While ``pumpUpstream(_:)`` asks for a part: a part already there is handed back here instead of through
+    /// a nested call.
+    private var pumpingInline = false
+    private var inlinePart: Result<ByteBuffer?, any Error>?
 
     private struct Forwarding {
         let exchange: UpstreamExchange
@@ -217,7 +221,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let destination = responder.destination(of: target)
         // The same plain GET as before, with nothing changed since: the same bytes again. Keyed on the URL the
         // engine answers for, not on any header.
-        let reuseKey = keepAlive ? cache?.key(for: head, packageURL: responder.packageURL(destination)) : nil
+        let reuseKey = keepAlive ? cache?.key(for: head, engineURL: responder.engineURL(destination)) : nil
         let generation = reuseKey == nil ? 0 : responder.pipeline.engine.generation
         if let reuseKey, let entry = cache?.lookup(reuseKey, generation: generation) {
             responder.recordReused(target: target, status: entry.status, outcome: entry.outcome)
@@ -226,8 +230,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
         let request = ServerRequest(head: head, target: target, body: body, keepAlive: keepAlive)
         let isHead = head.method == .HEAD
-        // Package hits are answered right here on the event loop; only misses (the network) need a task.
-        if let response = responder.respondFromPackages(request, destination: destination) {
+        let loop = context.eventLoop
+        // Package hits and misses the NIO fetcher can take are answered on the event loop; the rest from a task.
+        switch responder.answerOnEventLoop(request, destination: destination, loop: loop) {
+        case .now(let response):
             if let reuseKey, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
                 var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
                 _ = ResponseEncoding.writeHead(response, isHead: false, version: head.version, keepAlive: true, into: &buffer)
@@ -238,8 +244,23 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return
             }
             respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: false, context: context)
-            return
+        case .later(let answer, let exchange):
+            pending = .upstream(exchange)
+            let handler = NIOLoopBound(self, eventLoop: loop)
+            answer.whenSuccess { response in
+                let handler = handler.value
+                guard let context = handler.context, context.channel.isActive else {
+                    if case .stream(let stream) = response.body, let exchange = stream.source as? UpstreamExchange { exchange.cancel() }
+                    return
+                }
+                handler.respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: true, context: context)
+            }
+        case nil:
+            answerInTask(request, destination: destination, isHead: isHead, context: context)
         }
+    }
+
+    private func answerInTask(_ request: ServerRequest, destination: ServerResponder.Destination, isHead: Bool, context: ChannelHandlerContext) {
         let loop = context.eventLoop
         let handler = NIOLoopBound(self, eventLoop: loop)
         let responder = self.responder
@@ -252,7 +273,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                     if case .stream(let stream) = response.body, let exchange = stream.source as? UpstreamExchange { exchange.cancel() }
                     return
                 }
-                handler.respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: true, context: context)
+                handler.respond(response, isHead: isHead, version: request.version, keepAlive: request.keepAlive, flush: true, context: context)
             }
         })
     }
@@ -279,11 +300,13 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.write(NIOAny(IOData.fileRegion(fileRegion)), promise: done)
             finish(keepOpen: keepOpen, flush: flush, last: nil, context: context)
         case .stream(let stream):
-            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             if let exchange = stream.source as? UpstreamExchange {
+                // Not flushed yet: a small body is usually there already and goes out in the same write.
+                context.write(wrapOutboundOut(buffer), promise: nil)
                 pending = .upstream(exchange)
                 forward(exchange, framing: framing, keepOpen: keepOpen, context: context)
             } else {
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
                 copy(stream, framing: framing, keepOpen: keepOpen, context: context)
             }
         }
@@ -296,39 +319,67 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         pumpUpstream(context)
     }
 
+    /// Takes the parts that are already there without waiting, writing them unflushed, and flushes only when
+    /// it has to wait (for the upstream, or for the client's socket): a small response goes out in one write.
     private func pumpUpstream(_ context: ChannelHandlerContext) {
-        guard let forwarding else { return }
-        guard context.channel.isActive else { return forwarding.exchange.cancel() }
-        guard context.channel.isWritable else {
-            pausedUpstream = true
-            return
-        }
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        forwarding.exchange.nextPart().hop(to: context.eventLoop).whenComplete { result in
-            let handler = bound.value
-            guard let context = handler.context, context.channel.isActive else { return forwarding.exchange.cancel() }
-            switch result {
-            case .success(let part?):
-                if forwarding.framing == .chunked {
-                    // Size line, the part itself (not copied), CRLF: one writev.
-                    var size = context.channel.allocator.buffer(capacity: 12)
-                    size.writeString(String(part.readableBytes, radix: 16))
-                    size.writeStaticString("\r\n")
-                    context.write(handler.wrapOutboundOut(size), promise: nil)
-                    context.write(handler.wrapOutboundOut(part), promise: nil)
-                    context.writeAndFlush(handler.wrapOutboundOut(context.channel.allocator.buffer(staticString: "\r\n")), promise: nil)
-                } else {
-                    context.writeAndFlush(handler.wrapOutboundOut(part), promise: nil)
-                }
-                handler.pumpUpstream(context)
-            case .success(nil):
-                handler.forwarding = nil
-                handler.endStream(framing: forwarding.framing, keepOpen: forwarding.keepOpen, context: context)
-            case .failure:
-                // The upstream broke mid-body: the response cannot be completed.
-                handler.forwarding = nil
-                handler.abort(context)
+        while let forwarding {
+            guard context.channel.isActive else { return forwarding.exchange.cancel() }
+            guard context.channel.isWritable else {
+                context.flush()
+                pausedUpstream = true
+                return
             }
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            pumpingInline = true
+            inlinePart = nil
+            forwarding.exchange.nextPart().hop(to: context.eventLoop).whenComplete { result in
+                let handler = bound.value
+                if handler.pumpingInline {
+                    handler.inlinePart = result
+                } else if let context = handler.context {
+                    if handler.forwardPart(result, context: context) { handler.pumpUpstream(context) }
+                }
+            }
+            pumpingInline = false
+            guard let result = inlinePart else {
+                context.flush()
+                return
+            }
+            inlinePart = nil
+            guard forwardPart(result, context: context) else { return }
+        }
+    }
+
+    /// Writes one part (unflushed) or ends the answer; returns whether to go on.
+    private func forwardPart(_ result: Result<ByteBuffer?, any Error>, context: ChannelHandlerContext) -> Bool {
+        guard let forwarding else { return false }
+        guard context.channel.isActive else {
+            forwarding.exchange.cancel()
+            return false
+        }
+        switch result {
+        case .success(let part?):
+            if forwarding.framing == .chunked {
+                // Size line, the part itself (not copied), CRLF: one writev.
+                var size = context.channel.allocator.buffer(capacity: 12)
+                size.writeString(String(part.readableBytes, radix: 16))
+                size.writeStaticString("\r\n")
+                context.write(wrapOutboundOut(size), promise: nil)
+                context.write(wrapOutboundOut(part), promise: nil)
+                context.write(wrapOutboundOut(context.channel.allocator.buffer(staticString: "\r\n")), promise: nil)
+            } else {
+                context.write(wrapOutboundOut(part), promise: nil)
+            }
+            return true
+        case .success(nil):
+            self.forwarding = nil
+            endStream(framing: forwarding.framing, keepOpen: forwarding.keepOpen, context: context)
+            return false
+        case .failure:
+            // The upstream broke mid-body: the response cannot be completed.
+            self.forwarding = nil
+            abort(context)
+            return false
         }
     }
 

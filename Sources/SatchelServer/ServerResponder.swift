@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import SatchelCore
+import NIOCore
 import SatchelEngine
+import SatchelNetwork
 import SatchelStore
 
 /// Everything `satchel serve` does with one request, independent of the socket: map origin-form and
@@ -61,27 +63,52 @@ public final class ServerResponder: Sendable {
         return response
     }
 
-    /// The fast path, for the event loop: answers when a package (or a definite error) can, with no network
-    /// and no task hop; nil when the request needs ``respond(to:destination:)``.
-    func respondFromPackages(_ request: ServerRequest, destination: Destination) -> ResourceResponse? {
-        let started = ContinuousClock.now
-        guard let url = packageURL(destination), request.method == "GET" || request.method == "HEAD" else { return nil }
-        let engineRequest = engineRequest(request, url: url)
-        // Only plain reads: anything else may go to the network, and a body restoration must happen once.
-        guard !pipeline.engine.restoresBody(engineRequest), case .response(var response) = pipeline.engine.handleSynchronously(engineRequest) else {
-            return nil
-        }
-        if configuration.injectHook { response = injectingHook(into: response) }
-        record(request.method, request.target, status: response.status, outcome: Self.packageOutcome(response.status), channel: .none, started: started)
-        return response
+    /// An answer produced without a task, on the connection's event loop.
+    enum LoopAnswer {
+        /// Ready now: a package hit or a definite error.
+        case now(ResourceResponse)
+        /// The network's answer (or its fallback), arriving on the loop; cancelling the exchange closes the
+        /// upstream request.
+        case later(EventLoopFuture<ResourceResponse>, UpstreamExchange)
     }
 
-    /// The engine URL of a destination that packages alone may answer (the event loop's fast path and the
-    /// response cache); nil for endpoints, and for the server's own address while published files come first.
-    func packageURL(_ destination: Destination) -> String? {
+    /// The fast path: a package hit is answered at once, and a miss is fetched by the NIO fetcher on the same
+    /// event loop, so neither takes a task or a thread hop. Nil when the request needs
+    /// ``respond(to:destination:)``: an endpoint, published files, a cookie provider to ask, or a fetcher that
+    /// is not NIO's (then only plain package reads are answered here, since a body restoration must happen once).
+    func answerOnEventLoop(_ request: ServerRequest, destination: Destination, loop: any EventLoop) -> LoopAnswer? {
+        let started = ContinuousClock.now
+        guard let url = engineURL(destination) else { return nil }
+        let engineRequest = engineRequest(request, url: url)
+        guard let fetcher = pipeline.fetcher as? HTTPClientFetcher else {
+            guard request.method == "GET" || request.method == "HEAD", !pipeline.engine.restoresBody(engineRequest),
+                case .response(let response) = pipeline.engine.handleSynchronously(engineRequest)
+            else { return nil }
+            return .now(finished(response, .package, .none, request, started: started))
+        }
+        switch pipeline.decideWithoutWaiting(engineRequest) {
+        case nil:
+            return nil
+        case .answer(let response, let outcome, let channel):
+            return .now(finished(response, outcome, channel, request, started: started))
+        case .fetch(let fetch):
+            let (exchange, response) = fetcher.fetch(fetch.request, timeouts: fetch.timeouts, on: loop)
+            let answer = response.map { response in
+                self.finished(response, .network, fetch.miss.bodyChannel, request, started: started)
+            }.recover { error in
+                let (response, outcome, channel) = self.pipeline.fallback(for: fetch, after: error)
+                return self.finished(response, outcome, channel, request, started: started)
+            }
+            return .later(answer, exchange)
+        }
+    }
+
+    /// The engine URL of a destination the fast path and the response cache may take; nil for endpoints, and
+    /// for the server's own address while published files come first.
+    func engineURL(_ destination: Destination) -> String? {
         switch destination {
         case .engine(let url): url
-        case .ownAddress(let url) where publish == nil && configuration.defaultHost != nil: url
+        case .ownAddress(let url) where publish == nil: url
         case .ownAddress, .endpoint, .server: nil
         }
     }
@@ -134,18 +161,31 @@ public final class ServerResponder: Sendable {
             url = engineURL
         }
         let (response, outcome, channel) = await pipeline.respond(to: engineRequest(request, url: url))
-        let label: String
+        return (decorated(response, outcome), Self.label(outcome, status: response.status), channel)
+    }
+
+    /// An engine or network answer as the client gets it: the hook injected into HTML the package served.
+    private func decorated(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome) -> ResourceResponse {
+        guard configuration.injectHook, outcome == .package || outcome == .offlinePage || outcome == .packageAfterNetworkFailure else { return response }
+        return injectingHook(into: response)
+    }
+
+    /// How the status page and the log name an outcome.
+    static func label(_ outcome: RequestPipeline.Outcome, status: Int) -> String {
         switch outcome {
-        case .package: label = Self.packageOutcome(response.status)
-        case .network: label = "network"
-        case .packageAfterNetworkFailure: label = "package-after-network-failure"
-        case .offlinePage: label = "offline-page"
-        case .error: label = "error"
+        case .package: packageOutcome(status)
+        case .network: "network"
+        case .packageAfterNetworkFailure: "package-after-network-failure"
+        case .offlinePage: "offline-page"
+        case .error: "error"
         }
-        if configuration.injectHook, outcome == .package || outcome == .offlinePage || outcome == .packageAfterNetworkFailure {
-            return (injectingHook(into: response), label, channel)
-        }
-        return (response, label, channel)
+    }
+
+    /// Decorates and records an answer made on the event loop.
+    private func finished(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome, _ channel: BodyChannel, _ request: ServerRequest, started: ContinuousClock.Instant) -> ResourceResponse {
+        let response = decorated(response, outcome)
+        record(request.method, request.target, status: response.status, outcome: Self.label(outcome, status: response.status), channel: channel, started: started)
+        return response
     }
 
     // MARK: /_satchel/

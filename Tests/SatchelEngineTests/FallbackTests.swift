@@ -230,3 +230,18 @@ func encodeURIComponentForTests(_ text: String) -> String {
     let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()".utf8)
     return text.utf8.map { unreserved.contains($0) ? String(UnicodeScalar($0)) : String(format: "%%%02X", $0) }.joined()
 }
+
+@Suite("Hop-by-hop fields (RFC 9110 §7.6.1)")
+struct HopByHopTests {
+    @Test("listed fields and fields named by Connection go; every other field stays, in order, repeats and case kept")
+    func removing() {
+        let headers = HTTPHeaders([
+            ("Host", "a"), ("connection", "close, X-Private ,\tX-Other"), ("Set-Cookie", "a=1"), ("Keep-Alive", "timeout=5"),
+            ("x-private", "secret"), ("Set-Cookie", "b=2"), ("TRANSFER-ENCODING", "chunked"), ("X-Other", "o"), ("Accept", "*/*"),
+            ("Upgrade", "h2c"), ("TE", "trailers"), ("Proxy-Authorization", "Basic x"), ("Content-Length", "3"),
+        ])
+        let kept = HopByHop.removing(from: headers, also: ["Content-Length"])
+        #expect(kept.map(\.name) == ["Host", "Set-Cookie", "Set-Cookie", "Accept"])
+        #expect(kept.values("Set-Cookie") == ["a=1", "b=2"])
+    }
+}

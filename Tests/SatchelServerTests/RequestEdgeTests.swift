@@ -65,7 +65,7 @@ struct RequestEdgeTests {
         return nil
     }
 
-    @Test("pipelined requests are answered one at a time, in order; reads are held back meanwhile")
+    @Test("pipelined requests are answered one at a time, in order; reads are held back once one is queued")
     func ordering() {
         var machine = ConnectionStateMachine(limits: Self.limits, now: Self.t0)
         var log: [String] = []
@@ -77,6 +77,8 @@ struct RequestEdgeTests {
         note(machine.received(.head(Self.head(.GET, "/1", [("Host", "a")])), now: Self.t0))
         note(machine.received(.end, now: Self.t0))
         #expect(log == ["/1"])
+        let readWhileAnsweringAlone = machine.readRequested()
+        #expect(readWhileAnsweringAlone, "nothing queued yet: reading goes on (no read-interest change per request)")
         // While /1 is answered, /2 and /3 arrive: queued, and no read.
         for uri in ["/2", "/3"] {
             note(machine.received(.head(Self.head(.GET, uri, [("Host", "a")])), now: Self.t0))
