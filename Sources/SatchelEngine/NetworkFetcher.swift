@@ -56,16 +56,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// A short plain-text response for the page, with `X-Satchel-Error`.
-    public var response: ResourceResponse {
-        let body = Array((description + "\n").utf8)
-        return ResourceResponse(
-            status: status,
-            headers: [
-                "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "Cache-Control": "no-store",
-                "X-Satchel-Error": description,
-            ],
-            body: .bytes(body))
-    }
+    public var response: ResourceResponse { .error(status, description) }
 }
 
 /// The header fields that belong to one connection and never cross a proxy (RFC 9110 §7.6.1): the listed

@@ -152,9 +152,7 @@ public final class ResourceEngine: Sendable {
             do {
                 (request, channel) = try BodyRestorer(channels: channels).restore(incoming) { bodyStore.take($0) }
             } catch {
-                var response = Self.plain(error.status, error.description)
-                response.headers.add("X-Satchel-Error", error.description)
-                return .response(response)
+                return .response(Self.plain(error.status, error.description))
             }
         }
         guard let url = RequestURL(request.url) else {
@@ -302,13 +300,7 @@ public final class ResourceEngine: Sendable {
         headers.add("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag")
     }
 
-    static func plain(_ status: Int, _ message: String) -> ResourceResponse {
-        let body = Array((message + "\n").utf8)
-        return ResourceResponse(
-            status: status,
-            headers: ["Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "Cache-Control": "no-store"],
-            body: .bytes(body))
-    }
+    static func plain(_ status: Int, _ message: String) -> ResourceResponse { .error(status, message) }
 }
 
 /// Hands out cache keys; a counter behind a lock, used only while an activation is indexed.

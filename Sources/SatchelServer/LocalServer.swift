@@ -53,7 +53,8 @@ public final class LocalServer: Sendable {
         let limits = configuration.limits
         let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides, ports: configuration.connectPorts)
         let children = self.children
-        let cache = EncodedResponseCache(varying: responder.pipeline.engine.headersThatChangeResponses)
+        // The engine names the request fields that change its answers; the hook injection adds one of its own.
+        let cache = EncodedResponseCache(varying: responder.pipeline.engine.headersThatChangeResponses + (configuration.injectHook ? ["Sec-Fetch-Dest"] : []))
         Self.instantiateHandlerTypes()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)
@@ -85,7 +86,9 @@ public final class LocalServer: Sendable {
             }
         let channel = try await bootstrap.bind(host: configuration.bindHost, port: configuration.port).get()
         serverChannel.withLock { $0 = channel }
-        return channel.localAddress?.port ?? configuration.port
+        let port = channel.localAddress?.port ?? configuration.port
+        responder.bound(to: port)
+        return port
     }
 
     /// Builds the generic handler and message types once, on this thread, before any connection is accepted.

@@ -48,11 +48,31 @@ public final class ServerResponder: Sendable {
             return .server
         case .absolute, .origin:
             let path = target.path
-            if path == "/_satchel" || path.hasPrefix("/_satchel/") { return .endpoint }
+            if path.hasPrefix("/_satchel/bodies/") { return .endpoint }
+            // The status page and the hook answer on the server's own address only: under a host a package or the
+            // upstream list claims, a page (or anything it embeds) could read every other page's requests.
+            if path == "/_satchel" || path.hasPrefix("/_satchel/"), isOwnAddress(target) { return .endpoint }
             if target.isAbsolute { return .engine(url: target.raw) }
             if pipeline.engine.claims(host: target.host) { return .engine(url: "https://\(target.host)\(target.pathAndQuery)") }
             return .ownAddress(url: "https://\(configuration.defaultHost ?? target.host)\(target.pathAndQuery)")
         }
+    }
+
+    /// The addresses the server answers as itself: loopback names and the bind address, on the bound port.
+    private let ownAddress = Locked<(hosts: Set<String>, port: Int)?>(nil)
+
+    /// Called once the server is bound (with `--port 0` the port is known only then).
+    func bound(to port: Int) {
+        var hosts: Set<String> = ["127.0.0.1", "localhost", "[::1]"]
+        let bind = configuration.bindHost.lowercased()
+        hosts.insert(bind.contains(":") && !bind.hasPrefix("[") ? "[\(bind)]" : bind)
+        ownAddress.withLock { $0 = (hosts, port) }
+    }
+
+    func isOwnAddress(_ target: RequestTarget) -> Bool {
+        guard let own = ownAddress.withLock({ $0 }) else { return false }
+        let defaultPort = target.form == .absolute(scheme: "https") ? 443 : 80
+        return own.hosts.contains(target.host) && (target.port ?? defaultPort) == own.port
     }
 
     /// The full path: endpoints, published files, the engine and the network, with the outcome recorded.
@@ -161,13 +181,13 @@ public final class ServerResponder: Sendable {
             url = engineURL
         }
         let (response, outcome, channel) = await pipeline.respond(to: engineRequest(request, url: url))
-        return (decorated(response, outcome), Self.label(outcome, status: response.status), channel)
+        return (decorated(response, outcome, for: request), Self.label(outcome, status: response.status), channel)
     }
 
     /// An engine or network answer as the client gets it: the hook injected into HTML the package served.
-    private func decorated(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome) -> ResourceResponse {
+    private func decorated(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome, for request: ServerRequest) -> ResourceResponse {
         guard configuration.injectHook, outcome == .package || outcome == .offlinePage || outcome == .packageAfterNetworkFailure else { return response }
-        return injectingHook(into: response)
+        return injectingHook(into: response, for: request)
     }
 
     /// How the status page and the log name an outcome.
@@ -183,7 +203,7 @@ public final class ServerResponder: Sendable {
 
     /// Decorates and records an answer made on the event loop.
     private func finished(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome, _ channel: BodyChannel, _ request: ServerRequest, started: ContinuousClock.Instant) -> ResourceResponse {
-        let response = decorated(response, outcome)
+        let response = decorated(response, outcome, for: request)
         record(request.method, request.target, status: response.status, outcome: Self.label(outcome, status: response.status), channel: channel, started: started)
         return response
     }
@@ -206,14 +226,14 @@ public final class ServerResponder: Sendable {
                 case .bodyTooLarge, .storeFull, .tooManyBodies: status = 413
                 case .invalidID: status = 400
                 }
-                return Self.text(status, error.description + "\n")
+                return Self.error(status, error.description)
             }
         case ("GET", "/_satchel/status.json"):
             return Self.text(200, statusJSON(), type: "application/json; charset=utf-8")
         case ("GET", "/_satchel/"), ("GET", "/_satchel"):
             return Self.text(200, StatusPage.html(packages: (try? store.list()) ?? [], requests: log.recent, configuration: configuration), type: "text/html; charset=utf-8")
         default:
-            return Self.text(404, "no such satchel endpoint: \(method) \(route)\n")
+            return Self.error(404, "no such satchel endpoint: \(method) \(route)")
         }
     }
 
@@ -245,7 +265,12 @@ public final class ServerResponder: Sendable {
 
     /// Adds `<script src="/_satchel/hook.js"></script>` as the first thing in `<head>` (or the document), so it
     /// runs before the page's own scripts. HTML files are small; larger bodies are passed through untouched.
-    private func injectingHook(into response: ResourceResponse) -> ResourceResponse {
+    /// The hook goes inline, and only into documents loaded as a top-level page (`Sec-Fetch-Dest: document`, or
+    /// no such header): its configuration carries the launch's secret, which must stay with the app's own pages.
+    /// A frame may be embedded by anyone; a `<script src>` URL could be loaded by any site as a script, and
+    /// read through the hooks it installs.
+    private func injectingHook(into response: ResourceResponse, for request: ServerRequest) -> ResourceResponse {
+        if let destination = request.headers["Sec-Fetch-Dest"], destination.lowercased() != "document" { return response }
         guard response.status == 200 || response.status == 503, response.headers["Content-Type"]?.hasPrefix("text/html") == true else { return response }
         let bytes: [UInt8]
         switch response.body {
@@ -255,7 +280,8 @@ public final class ServerResponder: Sendable {
             bytes = all
         default: return response
         }
-        let tag = Array("<script src=\"/_satchel/hook.js\"></script>".utf8)
+        // `</` never appears inside the script element, so nothing in it can end the element early.
+        let tag = Array(("<script>" + hookScript().replacingOccurrences(of: "</", with: "<\\/") + "</script>").utf8)
         var insertAt = 0
         let lower = bytes.prefix(4096).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
         if let head = lower.firstRange(of: Array("<head".utf8)), let close = lower[head.upperBound...].firstIndex(of: UInt8(ascii: ">")) {
@@ -278,17 +304,7 @@ public final class ServerResponder: Sendable {
         return ResourceResponse(status: status, headers: ["Content-Type": type, "Content-Length": String(body.count), "Cache-Control": "no-store"], body: .bytes(body))
     }
 
-    /// An error answer: plain text that no browser sniffs into anything else, never cached, the reason also in
-    /// `X-Satchel-Error` for scripts.
-    static func error(_ status: Int, _ message: String) -> ResourceResponse {
-        let body = Array((message + "\n").utf8)
-        return ResourceResponse(
-            status: status,
-            headers: [
-                "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "Cache-Control": "no-store",
-                "X-Content-Type-Options": "nosniff", "X-Satchel-Error": message,
-            ],
-            body: .bytes(body))
-    }
+    /// An error answer (``ResourceResponse/error(_:_:)``: plain text, `nosniff`, never cached).
+    static func error(_ status: Int, _ message: String) -> ResourceResponse { .error(status, message) }
 
 }

@@ -92,7 +92,7 @@ struct ServerTests {
 
         // Forty pipelined requests in one write, alternating event-loop hits and task-answered endpoints:
         // the answers come back in request order.
-        let many = (0..<40).map { $0 % 2 == 0 ? "GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n" : "GET /_satchel/hook.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n" }
+        let many = (0..<40).map { $0 % 2 == 0 ? "GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n" : "GET /_satchel/hook.js HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.port)\r\n\r\n" }
         client.send(many.joined())
         let answers = await client.responses(40)
         try #require(answers.count == 40)
@@ -220,15 +220,20 @@ struct ServerLimitTests {
         client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body-Id: b1\r\nContent-Length: 0\r\n\r\n")
         let stored = try JSONSerialization.jsonObject(with: Data(await client.responses(1).first?.body ?? [])) as? [String: Any]
         #expect(stored?["body"] as? String == Data([1, 2, 3]).base64EncodedString())
-        client.send("GET /_satchel/status.json HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        client.send("GET /_satchel/status.json HTTP/1.1\r\nHost: localhost:\(fixture.port)\r\n\r\n")
         let status = try JSONSerialization.jsonObject(with: Data(await client.responses(1).first?.body ?? [])) as? [String: Any]
         let channels = (status?["requests"] as? [[String: Any]] ?? []).compactMap { $0["bodyChannel"] as? String }
         #expect(channels.contains("header"))
         #expect(channels.contains("body-store"))
         // HTML gets the hook; the hook is served.
-        client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\nGET /_satchel/hook.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\nGET /_satchel/hook.js HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.port)\r\n\r\n")
         let pages = await client.responses(2)
-        #expect(bodyText(pages.first).contains("<head><script src=\"/_satchel/hook.js\"></script>"))
+        #expect(bodyText(pages.first).contains("<head><script>/* Satchel body hook"), "inline: no script URL another site could load")
+        // Only top-level documents get the hook; a frame does not.
+        client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\nSec-Fetch-Dest: iframe\r\n\r\nGET / HTTP/1.1\r\nHost: m.shop.example\r\nSec-Fetch-Dest: document\r\n\r\n")
+        let framed = await client.responses(2)
+        #expect(!bodyText(framed.first).contains("Satchel body hook"))
+        #expect(bodyText(framed.last).contains("Satchel body hook"))
         #expect(bodyText(pages.last).contains("http://m.shop.example"))
         await fixture.stop()
     }
