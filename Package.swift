@@ -132,12 +132,20 @@ let package = Package(
             dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"],
             exclude: ["Resources"]),
         .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
+        // A child process for the network fallback's memory test (peak RSS must be measured in a fresh process).
+        .executableTarget(name: "SatchelNetworkProbe", dependencies: ["SatchelNetwork", "SatchelEngine", "SatchelCore"], path: "Tests/SatchelNetworkProbe"),
         .testTarget(
             name: "SatchelNetworkTests",
-            dependencies: ["SatchelNetwork", "SatchelEngine", "SatchelCore", "SatchelTestSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+            dependencies: [
+                "SatchelNetwork", "SatchelEngine", "SatchelCore", "SatchelTestSupport", "SatchelNetworkProbe",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "SatchelServerTests",
-            dependencies: ["SatchelServer", "SatchelEngine", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport"]),
+            dependencies: [
+                "SatchelServer", "SatchelEngine", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "SatchelUpdateTests",
             dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),

@@ -32,6 +32,18 @@ public struct CachePolicy: Sendable, Equatable {
     }
 }
 
+/// Whether a restored body must carry this launch's ``BodyProof``.
+public enum BodyProofPolicy: Sendable {
+    /// Restore a body only with a valid proof made from this secret (the default: a fresh random secret for each
+    /// configuration, i.e. each launch). The hook gets the secret through its configuration.
+    case required(BodyProofSecret)
+    /// Restore bodies without proof, as seed 004's original hooks send them. The cost: any content shown in the
+    /// web view (an `<img src>` with `POST_DATA=` in its query, a link, a third-party frame) can make the app
+    /// send a cookie-bearing POST to its own origins, which SameSite cookies were meant to prevent. Only for an
+    /// app that cannot update its hook yet.
+    case notRequired
+}
+
 public struct EngineConfiguration: Sendable {
     /// Custom URL schemes served alike with http and https (`satchel://m.shop.com/...`).
     public var customSchemes: Set<String>
@@ -48,11 +60,14 @@ public struct EngineConfiguration: Sendable {
     public var cacheBytes: Int
     /// Where hooks put lost request bodies; nil turns body restoration off.
     public var bodyChannels: BodyChannels?
+    /// Whether restored bodies must prove they came from this launch's hook.
+    public var bodyProof: BodyProofPolicy
 
     public init(
         customSchemes: Set<String> = ["satchel"], upstreamScheme: String = "https", cors: CORSPolicy = .none,
         cache: CachePolicy = CachePolicy(), diagnosticHeader: Bool = false, activation: ActivationMode = .pinnedAtLaunch,
-        cacheableFileSize: Int = 64 << 10, cacheBytes: Int = 64 << 20, bodyChannels: BodyChannels? = BodyChannels()
+        cacheableFileSize: Int = 64 << 10, cacheBytes: Int = 64 << 20, bodyChannels: BodyChannels? = BodyChannels(),
+        bodyProof: BodyProofPolicy = .required(.random())
     ) {
         self.customSchemes = Set(customSchemes.map { $0.lowercased() })
         self.upstreamScheme = upstreamScheme
@@ -63,5 +78,6 @@ public struct EngineConfiguration: Sendable {
         self.cacheableFileSize = cacheableFileSize
         self.cacheBytes = cacheBytes
         self.bodyChannels = bodyChannels
+        self.bodyProof = bodyProof
     }
 }

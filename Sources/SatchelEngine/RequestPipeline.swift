@@ -24,6 +24,8 @@ public final class RequestPipeline: Sendable {
     /// What happened, for logs and the status page.
     public enum Outcome: String, Sendable {
         case package, network, packageAfterNetworkFailure = "package-after-network-failure", offlinePage = "offline-page", error
+        /// A body claimed without this launch's proof (403): nothing was sent upstream.
+        case refused
     }
 
     public func respond(to request: ResourceRequest) async -> (response: ResourceResponse, outcome: Outcome, bodyChannel: BodyChannel) {
@@ -60,7 +62,7 @@ public final class RequestPipeline: Sendable {
 
     public func decide(_ request: ResourceRequest) async -> Decision {
         let result = engine.handleSynchronously(request)
-        guard case .miss(let miss) = result else { return .answer(result.response!, .package, .none) }
+        guard case .miss(let miss) = result else { return Self.answer(result.response!) }
         do {
             return .fetch(plannedFetch(miss, upstream: try await policy.upstreamRequest(for: miss.request, upstreamURL: miss.upstreamURL)))
         } catch {
@@ -72,12 +74,18 @@ public final class RequestPipeline: Sendable {
     public func decideWithoutWaiting(_ request: ResourceRequest) -> Decision? {
         guard policy.cookies == nil else { return nil }
         let result = engine.handleSynchronously(request)
-        guard case .miss(let miss) = result else { return .answer(result.response!, .package, .none) }
+        guard case .miss(let miss) = result else { return Self.answer(result.response!) }
         do {
             return .fetch(plannedFetch(miss, upstream: try policy.upstreamRequestWithoutCookies(for: miss.request, upstreamURL: miss.upstreamURL)))
         } catch {
             return .answer(error.response, .error, miss.bodyChannel)
         }
+    }
+
+    /// The engine's own answer. The engine answers 403 for one thing only, a body claimed without proof of
+    /// origin (``BodyRestorationError/unproven(channel:reason:)``), so that is a refusal.
+    private static func answer(_ response: ResourceResponse) -> Decision {
+        .answer(response, response.status == 403 ? .refused : .package, .none)
     }
 
     private func plannedFetch(_ miss: EngineMiss, upstream: ResourceRequest) -> Fetch {

@@ -27,6 +27,11 @@ public final class ResourceEngine: Sendable {
     /// Bodies pages hand over for the body-store channel (the WebKit adapter's message handler and the
     /// server's `POST /_satchel/bodies/<id>` put them here).
     public let bodyStore: BodyStore
+    /// How restored bodies prove they came from this launch's hook; nil when the configuration does not ask.
+    public let proofCheck: BodyProofCheck?
+
+    /// The secret the hook makes its proofs from (for ``HookScript``'s configuration); nil when no proof is asked.
+    public var bodyProofSecret: BodyProofSecret? { proofCheck?.secret }
 
     /// The packages being served, indexed once per activation.
     final class Snapshot: Sendable {
@@ -97,6 +102,13 @@ public final class ResourceEngine: Sendable {
         self.source = source
         cache = SmallFileCache(maxFileSize: configuration.cacheableFileSize, maxBytes: configuration.cacheBytes)
         restorerHeaders = configuration.bodyChannels?.allHeaders ?? []
+        if case .required(let secret) = configuration.bodyProof {
+            let ledger = NonceLedger()
+            proofCheck = BodyProofCheck(
+                secret: secret, now: { NonceLedger.millisecondsSince1970() }, claimNonce: { ledger.claim($0) })
+        } else {
+            proofCheck = nil
+        }
         let packages = try source.servedPackages()
         snapshot = Locked(Snapshot(token: source.changeToken(), packages: packages, pin: try source.pin(packages)))
     }
@@ -150,7 +162,7 @@ public final class ResourceEngine: Sendable {
         var channel = BodyChannel.none
         if let channels = configuration.bodyChannels, Self.mayCarryRestoredBody(incoming, channels, headers: restorerHeaders) {
             do {
-                (request, channel) = try BodyRestorer(channels: channels).restore(incoming) { bodyStore.take($0) }
+                (request, channel) = try BodyRestorer(channels: channels).restore(incoming, takeStoredBody: { bodyStore.take($0) }, proof: proofCheck)
             } catch {
                 return .response(Self.plain(error.status, error.description))
             }

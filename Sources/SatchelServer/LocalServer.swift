@@ -36,11 +36,14 @@ public final class LocalServer: Sendable {
     /// `satchel serve` as a library: its own event loops, an ``HTTPClientFetcher`` on them for the network
     /// fallback (so a miss's body moves from upstream to client on one thread), and the responder. Shutdown
     /// stops all three.
-    public init(store: PackageStore, engine: ResourceEngine, policy: NetworkPolicy, configuration: ServerConfiguration, log: RequestLog = RequestLog()) {
+    public init(
+        store: PackageStore, engine: ResourceEngine, policy: NetworkPolicy, configuration: ServerConfiguration, log: RequestLog = RequestLog(),
+        logger: Logger = Logger(label: "satchel.access")
+    ) {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let fetcher = HTTPClientFetcher(eventLoopGroup: loops)
         let pipeline = RequestPipeline(engine: engine, fetcher: fetcher, policy: policy)
-        responder = ServerResponder(store: store, pipeline: pipeline, configuration: configuration, log: log)
+        responder = ServerResponder(store: store, pipeline: pipeline, configuration: configuration, log: log, logger: logger)
         self.configuration = configuration
         group = loops
         ownsGroup = true

@@ -25,7 +25,11 @@ public final class ServerResponder: Sendable {
         self.log = log
         self.logger = logger
         publish = configuration.publishFolder.map { StaticFolder(root: $0) }
+        redactedParameters = (pipeline.engine.configuration.bodyChannels ?? BodyChannels()).allParameters
     }
+
+    /// Query parameters whose values never reach the log or the status page (``LogRedaction``).
+    let redactedParameters: [String]
 
     /// Where a request goes, decided once from its parsed target: every later step (the response cache, the
     /// fast path, the full path, the log) takes this value, so none can pick another host.
@@ -154,7 +158,9 @@ public final class ServerResponder: Sendable {
     private func record(_ method: String, _ target: RequestTarget, status: Int, outcome: String, channel: BodyChannel, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        let shown = target.isAbsolute ? target.raw : "http://\(target.host)\(target.port.map { ":\($0)" } ?? "")\(target.pathAndQuery)"
+        let shown = LogRedaction.redacting(
+            target.isAbsolute ? target.raw : "http://\(target.host)\(target.port.map { ":\($0)" } ?? "")\(target.pathAndQuery)",
+            secretParameters: redactedParameters)
         if !target.path.hasPrefix("/_satchel/status") {
             log.record(RequestLog.Record(
                 millisecondsOfDay: RequestLog.millisecondsOfDayNow(), method: method, url: shown, status: status, outcome: outcome,
@@ -198,6 +204,7 @@ public final class ServerResponder: Sendable {
         case .packageAfterNetworkFailure: "package-after-network-failure"
         case .offlinePage: "offline-page"
         case .error: "error"
+        case .refused: "refused"
         }
     }
 
@@ -214,9 +221,17 @@ public final class ServerResponder: Sendable {
         let route = String(path.split(separator: "?", maxSplits: 1)[0])
         switch (method, route) {
         case ("GET", "/_satchel/hook.js"), ("HEAD", "/_satchel/hook.js"):
-            return Self.text(200, hookScript(), type: "text/javascript; charset=utf-8")
+            // Without the secret: any site can load a script from the server's address.
+            return Self.text(200, hookScript(withSecret: false), type: "text/javascript; charset=utf-8")
         case ("POST", _) where route.hasPrefix("/_satchel/bodies/"):
             let id = String(route.dropFirst("/_satchel/bodies/".count))
+            let channels = pipeline.engine.configuration.bodyChannels ?? BodyChannels()
+            do {
+                // The same proof as a restored body's, bound to the id: only the app's hook can fill the store.
+                try pipeline.engine.proofCheck?.verify(headers[channels.proofHeader].map { Substring($0) }, channel: .bodyStore, binding: id)
+            } catch {
+                return Self.error(403, error.description)
+            }
             do {
                 try pipeline.engine.bodyStore.put(id, StoredBody(bytes: body ?? [], contentType: headers["Content-Type"], method: headers["X-Satchel-Method"]))
                 return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
@@ -237,8 +252,9 @@ public final class ServerResponder: Sendable {
         }
     }
 
-    /// The hook, configured for every host the installed packages claim (http and https) and the upstreams.
-    func hookScript() -> String {
+    /// The hook, configured for every host the installed packages claim (http and https) and the upstreams, with
+    /// the launch's proof secret when it goes inline into a page.
+    func hookScript(withSecret: Bool = true) -> String {
         var origins: [String] = []
         for package in pipeline.engine.servedPackages {
             for host in package.manifest.scope.hosts where !host.isWildcard {
@@ -247,7 +263,9 @@ public final class ServerResponder: Sendable {
             }
         }
         for host in configuration.allowedUpstreams where !host.isWildcard { origins += ["http://\(host.value)", "https://\(host.value)"] }
-        return HookScript.render(HookScript.Configuration(channels: pipeline.engine.configuration.bodyChannels ?? BodyChannels(), origins: Array(Set(origins)).sorted()))
+        return HookScript.render(HookScript.Configuration(
+            channels: pipeline.engine.configuration.bodyChannels ?? BodyChannels(), origins: Array(Set(origins)).sorted(),
+            proofSecret: withSecret ? pipeline.engine.bodyProofSecret : nil))
     }
 
     func statusJSON() -> String {

@@ -21,9 +21,19 @@ extension Satchel {
         var bodyEndpoint: String = "/_satchel/bodies/"
         @Option(help: "The web view's script message handler name.")
         var messageHandler: String = "satchelBody"
+        @Option(help: "The engine's body-proof secret for this launch (base64url, BodyProofSecret.text): the hook proves every body it moves with it.")
+        var proofSecret: String?
+        @Flag(help: "A hook without proofs, for an engine that accepts unproven bodies (any page content can then forge body-bearing requests).")
+        var withoutProof = false
 
         func validate() throws {
             guard !origins.isEmpty else { throw ValidationError("at least one --origin is required: the hook rewrites only requests to the app's own origins") }
+            guard (proofSecret != nil) != withoutProof else {
+                throw ValidationError("give --proof-secret (the engine's secret for this launch) or, for an engine that accepts unproven bodies, --without-proof")
+            }
+            if let proofSecret {
+                do { _ = try BodyProofSecret(text: proofSecret) } catch { throw ValidationError("--proof-secret: \(error)") }
+            }
             guard headerThreshold > 0, headerThreshold <= BodyChannels().maxHeaderValueBytes else {
                 throw ValidationError("--header-threshold must be between 1 and \(BodyChannels().maxHeaderValueBytes)")
             }
@@ -35,7 +45,7 @@ extension Satchel {
             channels.queryParameter = queryParameter
             print(HookScript.render(HookScript.Configuration(
                 channels: channels, origins: origins, headerThreshold: headerThreshold, bodyEndpoint: bodyEndpoint,
-                messageHandler: messageHandler)), terminator: "")
+                messageHandler: messageHandler, proofSecret: try proofSecret.map { try BodyProofSecret(text: $0) })), terminator: "")
         }
     }
 }

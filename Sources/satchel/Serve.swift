@@ -26,6 +26,8 @@ extension Satchel {
         @OptionGroup var upstream: UpstreamOptions
         @Flag(help: "Add the body hook to served HTML.") var injectHook = false
         @Flag(help: "Drop every request body that reaches the engine, as WebKit does.") var emulateBodyLoss = false
+        @Flag(help: "Restore bodies without the hook's proof of origin, as seed 004's hooks send them. Any page content can then forge a cookie-bearing POST to the packages' origins.")
+        var acceptUnprovenBodies = false
         @Option(help: "Also serve this folder of bundles and catalogs as static files (for the updater).", completion: .directory)
         var publish: String?
         @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String = "info"
@@ -60,7 +62,9 @@ extension Satchel {
             if !connectPorts.isEmpty { configuration.connectPorts = Set(connectPorts) }
             let engine: ResourceEngine
             do {
-                engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(cors: .anyOrigin, activation: .immediate))
+                engine = try ResourceEngine(
+                    source: packageStore,
+                    configuration: EngineConfiguration(cors: .anyOrigin, activation: .immediate, bodyProof: acceptUnprovenBodies ? .notRequired : .required(.random())))
             } catch {
                 Output.error("\(error)")
                 throw ExitCode.failure

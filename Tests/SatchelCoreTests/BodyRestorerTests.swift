@@ -27,7 +27,7 @@ struct BodyRestorerTests {
     ])
     func headerChannel(_ body: String) throws {
         let request = ResourceRequest(method: "POST", url: "satchel://m.shop.com/api/cart", headers: ["X-Satchel-Body": encodeURIComponent(body), "X-Satchel-Content-Type": "application/json", "Accept": "*/*"])
-        let (restored, channel) = try restorer.restore(request, takeStoredBody: none)
+        let (restored, channel) = try restorer.restore(request, takeStoredBody: none, proof: nil)
         #expect(channel == .header)
         #expect(restored.body == Array(body.utf8))
         #expect(restored.method == "POST")
@@ -42,7 +42,7 @@ struct BodyRestorerTests {
     func seedHeader() throws {
         let body = "user=张三&note=a b"
         let request = ResourceRequest(method: "POST", url: "https://m.shop.com/login", headers: ["BODY": encodeURIComponent(body)])
-        let (restored, channel) = try restorer.restore(request, takeStoredBody: none)
+        let (restored, channel) = try restorer.restore(request, takeStoredBody: none, proof: nil)
         #expect(channel == .header)
         #expect(restored.body == Array(body.utf8))
         #expect(restored.method == "POST")
@@ -55,21 +55,21 @@ struct BodyRestorerTests {
         let request = ResourceRequest(method: "POST", url: "satchel://h.example/up", headers: [
             "X-Satchel-Body": Data(binary).base64EncodedString(), "X-Satchel-Body-Encoding": "base64", "X-Satchel-Method": "PUT",
         ])
-        let (restored, _) = try restorer.restore(request, takeStoredBody: none)
+        let (restored, _) = try restorer.restore(request, takeStoredBody: none, proof: nil)
         #expect(restored.body == binary)
         #expect(restored.method == "PUT")
         let big = String(repeating: "a", count: 16 << 10 + 1)
         #expect(throws: BodyRestorationError.tooLarge(channel: .header, bytes: big.utf8.count, limit: 16 << 10)) {
-            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": big]), takeStoredBody: none)
+            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": big]), takeStoredBody: none, proof: nil)
         }
         #expect(throws: BodyRestorationError.self) {
-            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": "%E0%A4"]), takeStoredBody: none)
+            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": "%E0%A4"]), takeStoredBody: none, proof: nil)
         }
         #expect(throws: BodyRestorationError.self) {
-            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": "100%"]), takeStoredBody: none)
+            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": "100%"]), takeStoredBody: none, proof: nil)
         }
         #expect(throws: BodyRestorationError.self) {
-            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": "!!", "X-Satchel-Body-Encoding": "base64"]), takeStoredBody: none)
+            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/x", headers: ["X-Satchel-Body": "!!", "X-Satchel-Body-Encoding": "base64"]), takeStoredBody: none, proof: nil)
         }
         #expect(BodyRestorationError.tooLarge(channel: .header, bytes: 1, limit: 0).status == 413)
         #expect(BodyRestorationError.bodyLost(channel: .bodyStore, id: "x").status == 400)
@@ -79,13 +79,13 @@ struct BodyRestorerTests {
     func formChannel() throws {
         let form = formURLEncode([("name", "Zoë Müller"), ("note", "1+1=2 & more"), ("tags", "a"), ("tags", "b")])
         let url = "https://m.shop.com/checkout?step=2&x=%41&POST_DATA=\(encodeURIComponent(form))&x=dup&empty="
-        let (restored, channel) = try restorer.restore(ResourceRequest(method: "GET", url: url), takeStoredBody: none)
+        let (restored, channel) = try restorer.restore(ResourceRequest(method: "GET", url: url), takeStoredBody: none, proof: nil)
         #expect(channel == .formQuery)
         #expect(restored.body == Array(form.utf8))
         #expect(restored.method == "POST")
         #expect(restored.headers["Content-Type"] == "application/x-www-form-urlencoded")
         #expect(restored.url == "https://m.shop.com/checkout?step=2&x=%41&x=dup&empty=")
-        let alone = try restorer.restore(ResourceRequest(url: "https://m.shop.com/f?POST_DATA=a%3D1#frag"), takeStoredBody: none)
+        let alone = try restorer.restore(ResourceRequest(url: "https://m.shop.com/f?POST_DATA=a%3D1#frag"), takeStoredBody: none, proof: nil)
         #expect(alone.request.url == "https://m.shop.com/f")
         #expect(alone.request.body == Array("a=1".utf8))
     }
@@ -95,7 +95,7 @@ struct BodyRestorerTests {
         // The seed joins encodeURIComponent(name)=encodeURIComponent(value) and encodes the result once more.
         let pairs = [("user", "张三"), ("note", "a b+c")]
         let seedBody = pairs.map { encodeURIComponent($0.0) + "=" + encodeURIComponent($0.1) }.joined(separator: "&")
-        let (restored, _) = try restorer.restore(ResourceRequest(url: "https://m.shop.com/f?POST_DATA=" + encodeURIComponent(seedBody)), takeStoredBody: none)
+        let (restored, _) = try restorer.restore(ResourceRequest(url: "https://m.shop.com/f?POST_DATA=" + encodeURIComponent(seedBody)), takeStoredBody: none, proof: nil)
         #expect(restored.body == Array(seedBody.utf8))
         // Equivalent: a form parser reads the same pairs as from the browser's own encoding.
         var components = URLComponents()
@@ -107,15 +107,15 @@ struct BodyRestorerTests {
     func bodyStore() throws {
         var stored: [String: StoredBody] = ["abc": StoredBody(bytes: [0, 1, 2, 255], contentType: "multipart/form-data; boundary=----x", method: "POST")]
         let take: (String) -> StoredBody? = { stored.removeValue(forKey: $0) }
-        let (restored, channel) = try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/upload", headers: ["X-Satchel-Body-Id": "abc"]), takeStoredBody: take)
+        let (restored, channel) = try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/upload", headers: ["X-Satchel-Body-Id": "abc"]), takeStoredBody: take, proof: nil)
         #expect(channel == .bodyStore)
         #expect(restored.body == [0, 1, 2, 255])
         #expect(restored.headers["Content-Type"] == "multipart/form-data; boundary=----x")
         #expect(throws: BodyRestorationError.bodyLost(channel: .bodyStore, id: "abc")) {
-            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/upload", headers: ["X-Satchel-Body-Id": "abc"]), takeStoredBody: take)
+            try restorer.restore(ResourceRequest(method: "POST", url: "satchel://h.example/upload", headers: ["X-Satchel-Body-Id": "abc"]), takeStoredBody: take, proof: nil)
         }
         stored["form1"] = StoredBody(bytes: Array("a=1".utf8), contentType: "application/x-www-form-urlencoded")
-        let form = try restorer.restore(ResourceRequest(url: "https://h.example/submit?keep=1&SATCHEL_BODY_ID=form1"), takeStoredBody: take)
+        let form = try restorer.restore(ResourceRequest(url: "https://h.example/submit?keep=1&SATCHEL_BODY_ID=form1"), takeStoredBody: take, proof: nil)
         #expect(form.request.url == "https://h.example/submit?keep=1")
         #expect(form.request.method == "POST")
         #expect(form.request.body == Array("a=1".utf8))
@@ -124,9 +124,9 @@ struct BodyRestorerTests {
     @Test("no channel: the request passes untouched; two channels at once are refused")
     func channels() throws {
         let plain = ResourceRequest(method: "POST", url: "https://h.example/x", headers: ["Content-Type": "text/plain"], body: [1])
-        #expect(try restorer.restore(plain, takeStoredBody: none) == (plain, .none))
+        #expect(try restorer.restore(plain, takeStoredBody: none, proof: nil) == (plain, .none))
         #expect(throws: BodyRestorationError.conflictingChannels([.header, .formQuery])) {
-            try restorer.restore(ResourceRequest(url: "https://h.example/x?POST_DATA=a", headers: ["BODY": "b"]), takeStoredBody: none)
+            try restorer.restore(ResourceRequest(url: "https://h.example/x?POST_DATA=a", headers: ["BODY": "b"]), takeStoredBody: none, proof: nil)
         }
     }
 

@@ -9,24 +9,46 @@ struct BodyTests {
     @Test("a restored POST is a miss carrying the restored request, satchel headers gone")
     func restoredMiss() async throws {
         try await withTemporaryFolder { folder async throws in
-            let engine = try ResourceEngine(source: FolderSource([makePackage(in: folder, files: ["index.html": text("x")])]))
-            let result = await engine.handle(ResourceRequest(method: "POST", url: "satchel://m.shop.com/api/cart", headers: ["X-Satchel-Body": "%7B%22a%22%3A1%7D", "X-Satchel-Content-Type": "application/json"]))
+            let secret = BodyProofSecret.random()
+            let engine = try ResourceEngine(source: FolderSource([makePackage(in: folder, files: ["index.html": text("x")])]), configuration: EngineConfiguration(bodyProof: .required(secret)))
+            func proven(_ request: ResourceRequest) -> ResourceRequest { BodyProof.attaching(to: request, secret: secret) }
+            let result = await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://m.shop.com/api/cart", headers: ["X-Satchel-Body": "%7B%22a%22%3A1%7D", "X-Satchel-Content-Type": "application/json"])))
             let miss = try #require(result.miss)
             #expect(miss.bodyChannel == .header)
             #expect(miss.request.body == Array("{\"a\":1}".utf8))
             #expect(miss.request.headers["Content-Type"] == "application/json")
             #expect(miss.request.headers["X-Satchel-Body"] == nil)
+            #expect(miss.request.headers["X-Satchel-Token"] == nil, "the proof is not forwarded")
             #expect(miss.upstreamURL == "https://m.shop.com/api/cart")
 
             try engine.bodyStore.put("b1", StoredBody(bytes: [9, 9], contentType: "application/octet-stream"))
-            let stored = try #require(await engine.handle(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"])).miss)
+            // Without a proof nothing is restored, and the stored body is not consumed.
+            let unproven = try #require(await engine.handle(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"])).response)
+            #expect(unproven.status == 403)
+            let stored = try #require(await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"]))).miss)
             #expect(stored.request.body == [9, 9])
             #expect(stored.bodyChannel == .bodyStore)
-            let lost = try #require(await engine.handle(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"])).response)
+            let lost = try #require(await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"]))).response)
             #expect(lost.status == 400)
             #expect(lost.headers["X-Satchel-Error"]?.contains("body lost") == true)
-            let tooBig = try #require(await engine.handle(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["BODY": String(repeating: "a", count: 20_000)])).response)
+            let tooBig = try #require(await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["BODY": String(repeating: "a", count: 20_000)]))).response)
             #expect(tooBig.status == 413)
+        }
+    }
+
+    @Test("seed 004's own hooks carry no proof: their bodies are restored only when the engine is told to accept unproven bodies")
+    func unprovenOptIn() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let source = FolderSource([try makePackage(in: folder, files: ["index.html": text("x")])])
+            let seed = ResourceRequest(url: "satchel://m.shop.com/login?POST_DATA=user%3Dalice%26password%3Dhunter2")
+            let strict = try ResourceEngine(source: source)
+            let refused = try #require(await strict.handle(seed).response)
+            #expect(refused.status == 403)
+            #expect(refused.headers["X-Content-Type-Options"] == "nosniff")
+            let lenient = try ResourceEngine(source: source, configuration: EngineConfiguration(bodyProof: .notRequired))
+            let restored = try #require(await lenient.handle(seed).miss)
+            #expect(restored.request.method == "POST")
+            #expect(restored.request.body == Array("user=alice&password=hunter2".utf8))
         }
     }
 

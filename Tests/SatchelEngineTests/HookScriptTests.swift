@@ -27,9 +27,19 @@ struct HookScriptTests {
 
     static let harness = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/hook-harness.js").path
 
+    static let secret = BodyProofSecret.random()
+
+    /// A check against the hook's secret with a real clock and a ledger of used nonces.
+    static func proofCheck(_ secret: BodyProofSecret = Self.secret) -> BodyProofCheck {
+        let used = Locked(Set<String>())
+        return BodyProofCheck(
+            secret: secret, now: { Int64((Date().timeIntervalSince1970 * 1000).rounded()) },
+            claimNonce: { nonce in used.withLock { $0.insert(nonce).inserted } })
+    }
+
     func runHarness() throws -> Run {
         try withTemporaryFolder { folder throws in
-            let hook = HookScript.render(HookScript.Configuration(origins: ["https://m.shop.com", "satchel://m.shop.com"]))
+            let hook = HookScript.render(HookScript.Configuration(origins: ["https://m.shop.com", "satchel://m.shop.com"], proofSecret: Self.secret))
             try hook.write(toFile: folder + "/hook.js", atomically: true, encoding: .utf8)
             let node = ["/usr/bin/node", "/usr/local/bin/node"].first { FileManager.default.isExecutableFile(atPath: $0) }
             let outcome = try runProcess(try #require(node, "node is required (tools/setup installs nodejs)"), [Self.harness, folder + "/hook.js"])
@@ -43,6 +53,7 @@ struct HookScriptTests {
         let run = try runHarness()
         var store = run.stored.mapValues { StoredBody(bytes: Array(Data(base64Encoded: $0.base64)!), contentType: $0.contentType, method: $0.method) }
         let restorer = BodyRestorer()
+        let check = Self.proofCheck()
         var channels: [String: BodyChannel] = [:]
         for (sent, intended) in zip(run.sent, run.intended) {
             #expect(sent.label == intended[0])
@@ -50,7 +61,8 @@ struct HookScriptTests {
             for pair in sent.headers { headers.add(pair[0], pair[1]) }
             // What WebKit hands native code: the request without its body.
             let request = ResourceRequest(method: sent.method ?? "POST", url: sent.url, headers: headers)
-            let (restored, channel) = try restorer.restore(request) { store.removeValue(forKey: $0) }
+            // The JavaScript HMAC-SHA256 must agree with swift-crypto's, or every body is refused here.
+            let (restored, channel) = try restorer.restore(request, takeStoredBody: { store.removeValue(forKey: $0) }, proof: check)
             channels[sent.label] = channel
             let expectedType = intended[2]
             switch sent.label {
@@ -87,6 +99,56 @@ struct HookScriptTests {
         #expect(channels["form clobbered, line breaks"] == .formQuery)
         #expect(channels["form multipart submit()"] == .bodyStore)
         #expect(store.isEmpty, "every stored body was claimed once")
+    }
+
+    @Test("a proof from another launch, a replayed proof, a tampered body and no proof at all are refused, and nothing is taken from the store")
+    func proofsRefused() throws {
+        let run = try runHarness()
+        let restorer = BodyRestorer()
+        let requests = run.sent.filter { $0.label == "xhr text" || $0.label == "form urlencoded submit event" || $0.label == "xhr big text" }
+        #expect(requests.count == 3)
+        for sent in requests {
+            var headers = HTTPHeaders()
+            for pair in sent.headers { headers.add(pair[0], pair[1]) }
+            let request = ResourceRequest(method: sent.method ?? "POST", url: sent.url, headers: headers)
+            var taken = 0
+            let take: (String) -> StoredBody? = { _ in taken += 1; return StoredBody(bytes: []) }
+            func refused(_ request: ResourceRequest, _ check: BodyProofCheck, _ what: String) {
+                do {
+                    _ = try restorer.restore(request, takeStoredBody: take, proof: check)
+                    Issue.record("\(sent.label): \(what) must be refused")
+                } catch {
+                    #expect(error.status == 403, "\(sent.label): \(what): \(error)")
+                }
+            }
+            refused(request, Self.proofCheck(BodyProofSecret.random()), "a proof made from another launch's secret")
+            let check = Self.proofCheck()
+            _ = try restorer.restore(request, takeStoredBody: take, proof: check)
+            refused(request, check, "the same proof twice")
+            var stripped = request
+            stripped.headers.remove("X-Satchel-Token")
+            stripped.url = stripped.url.replacingOccurrences(of: #"&SATCHEL_TOKEN=[^&]*"#, with: "", options: .regularExpression)
+            #expect(stripped != request, "\(sent.label): the proof was there to strip")
+            refused(stripped, Self.proofCheck(), "no proof")
+            var tampered = request
+            if let body = request.headers["X-Satchel-Body"] { tampered.headers.set("X-Satchel-Body", body + "%21") }
+            tampered.url = tampered.url.replacingOccurrences(of: "POST_DATA=", with: "POST_DATA=x%3D1%26")
+            tampered.url = tampered.url.replacingOccurrences(of: "SATCHEL_BODY_ID=", with: "SATCHEL_BODY_ID=other")
+            tampered.headers.set("X-Satchel-Body-Id", "other")
+            if request.headers["X-Satchel-Body-Id"] == nil { tampered.headers.remove("X-Satchel-Body-Id") }
+            #expect(tampered != request, "\(sent.label): the body was there to change")
+            refused(tampered, Self.proofCheck(), "another body under the same proof")
+            let usesStore = request.headers["X-Satchel-Body-Id"] != nil || request.url.contains("SATCHEL_BODY_ID=")
+            #expect(taken == (usesStore ? 1 : 0), "\(sent.label): only the proven request took a stored body")
+        }
+        // A stale proof: made ten minutes ago.
+        let old = BodyProof.make(secret: Self.secret, channel: .header, binding: "hi", time: Int64(Date().timeIntervalSince1970 * 1000) - 600_000, nonce: "AAAAAAAAAAAA")
+        do {
+            _ = try restorer.restore(ResourceRequest(method: "POST", url: "https://m.shop.com/x", headers: ["X-Satchel-Body": "hi", "X-Satchel-Token": old]), takeStoredBody: { _ in nil }, proof: Self.proofCheck())
+            Issue.record("a stale proof must be refused")
+        } catch {
+            #expect(error.description.contains("stale"))
+        }
     }
 
     @Test("the rendered script carries only its configuration object")

@@ -188,3 +188,21 @@ struct HTTPClientFetcherTests {
         }
     }
 }
+
+@Suite("The network fallback's memory, in a child process")
+struct NetworkMemoryTests {
+    @Test("1 GiB through RequestPipeline and HTTPClientFetcher, read with a pause like a slow client: peak memory grows by under 32 MiB")
+    func gigabyteStream() throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let probe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("SatchelNetworkProbe").path
+        let bytes = 1 << 30
+        let outcome = try runProcess(probe, [origin.base + "/big?n=\(bytes)", String(bytes)])
+        try #require(outcome.status == 0, "\(outcome.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Int])
+        #expect(report["bytesReceived"] == bytes)
+        let growth = try #require(report["peakGrowthBytes"])
+        print("1 GiB through the network fallback: peak RSS grew by \(growth / 1024) KiB")
+        #expect(growth < 32 << 20, "peak resident memory grew by \(growth) bytes")
+    }
+}

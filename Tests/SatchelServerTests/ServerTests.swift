@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SatchelBundle
 import SatchelCore
 import SatchelEngine
@@ -16,7 +17,7 @@ final class ServerFixture: @unchecked Sendable {
 
     init(
         configuration: ServerConfiguration = ServerConfiguration(port: 0, accessLog: false), files: [String: String]? = nil, bigFile: Int = 0,
-        routes: [Route] = [], timeouts: FetchTimeouts = FetchTimeouts()
+        routes: [Route] = [], timeouts: FetchTimeouts = FetchTimeouts(), logger: Logger = Logger(label: "satchel.access")
     ) async throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-server-\(UUID().uuidString)").path
         try makeTree(folder + "/src", files ?? ["index.html": "<!doctype html><html><head><title>t</title></head><body>home</body></html>", "app.js": "console.log(1)", "offline.html": "<h1>offline</h1>"])
@@ -32,7 +33,7 @@ final class ServerFixture: @unchecked Sendable {
         _ = try store.install(bundle: bundle)
         let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
         let policy = NetworkPolicy(allowedHosts: configuration.allowedUpstreams, upstreamOverrides: configuration.upstreamOverrides, timeouts: timeouts)
-        server = LocalServer(store: store, engine: engine, policy: policy, configuration: configuration)
+        server = LocalServer(store: store, engine: engine, policy: policy, configuration: configuration, logger: logger)
         port = try await server.start()
     }
 
@@ -204,9 +205,11 @@ struct ServerLimitTests {
             port: 0, allowedUpstreams: [try HostPattern("m.shop.example")], upstreamOverrides: ["m.shop.example": "http://127.0.0.1:\(origin.port)"],
             injectHook: true, emulateBodyLoss: true, accessLog: false)
         let fixture = try await ServerFixture(configuration: configuration)
+        let secret = try #require(fixture.server.responder.pipeline.engine.bodyProofSecret)
         let client = try RawClient(port: fixture.port)
-        // What the hook sends: the body in a header (it will also be in the request body, which is dropped).
-        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body: caf%C3%A9\r\nX-Satchel-Content-Type: text/plain\r\nContent-Length: 5\r\n\r\ncafé")
+        // What the hook sends: the body in a header with its proof (the body itself is dropped).
+        let token = BodyProof.attaching(to: ResourceRequest(method: "POST", url: "http://m.shop.example/echo", headers: ["X-Satchel-Body": "caf%C3%A9"]), secret: secret).headers["X-Satchel-Token"]!
+        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body: caf%C3%A9\r\nX-Satchel-Token: \(token)\r\nX-Satchel-Content-Type: text/plain\r\nContent-Length: 5\r\n\r\ncafé")
         let restored = await client.responses(1)
         let restoredEcho = try JSONSerialization.jsonObject(with: Data(restored.first?.body ?? [])) as? [String: Any]
         #expect(restoredEcho?["body"] as? String == Data("café".utf8).base64EncodedString())
@@ -214,10 +217,14 @@ struct ServerLimitTests {
         let lost = await client.responses(1)
         let lostEcho = try JSONSerialization.jsonObject(with: Data(lost.first?.body ?? [])) as? [String: Any]
         #expect(lostEcho?["body"] as? String == "", "without the hook the body is lost, as in a web view")
-        // The body store endpoint and the status of each restoration.
+        // The body store endpoint (which also wants a proof) and the request naming the stored body.
+        let storeToken = BodyProof.make(secret: secret, channel: .bodyStore, binding: "b1", time: Int64(Date().timeIntervalSince1970 * 1000), nonce: "store-nonce-1")
         client.send("POST /_satchel/bodies/b1 HTTP/1.1\r\nHost: m.shop.example\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\n\u{1}\u{2}\u{3}")
+        #expect(await client.responses(1).first?.status == 403, "an unproven body is not stored")
+        client.send("POST /_satchel/bodies/b1 HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Token: \(storeToken)\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\n\u{1}\u{2}\u{3}")
         #expect(await client.responses(1).first?.status == 204)
-        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body-Id: b1\r\nContent-Length: 0\r\n\r\n")
+        let idToken = BodyProof.attaching(to: ResourceRequest(method: "POST", url: "http://m.shop.example/echo", headers: ["X-Satchel-Body-Id": "b1"]), secret: secret).headers["X-Satchel-Token"]!
+        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body-Id: b1\r\nX-Satchel-Token: \(idToken)\r\nContent-Length: 0\r\n\r\n")
         let stored = try JSONSerialization.jsonObject(with: Data(await client.responses(1).first?.body ?? [])) as? [String: Any]
         #expect(stored?["body"] as? String == Data([1, 2, 3]).base64EncodedString())
         client.send("GET /_satchel/status.json HTTP/1.1\r\nHost: localhost:\(fixture.port)\r\n\r\n")

@@ -7,7 +7,7 @@
   /reset     closes the connection at once (RST)
   /big?n=N   N bytes of a repeating pattern, streamed in 64 KiB writes
   /hang      holds the response open, noting in /events when the client goes away
-  /events    JSON list of what happened on /hang
+  /events    JSON list of every request seen ("seen: METHOD target") and of what happened on /hang
   /cookies   two Set-Cookie fields and a field repeated three times, with Content-Length
   /drip?n=N&seconds=S   the head at once, then N bytes spread evenly over S seconds (Content-Length N)
   /late?ms=M the head only after M milliseconds
@@ -38,6 +38,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def handle_any(self):
         path = self.path.split("?")[0]
+        if path != "/events":
+            events.append("seen: %s %s" % (self.command, self.path))
         if path == "/echo":
             payload = {"method": self.command, "path": self.path, "headers": [[k, v] for k, v in self.headers.items()], "body": base64.b64encode(self.body()).decode()}
             self.send(200, json.dumps(payload).encode(), extra=[("Set-Cookie", "seen=1")])

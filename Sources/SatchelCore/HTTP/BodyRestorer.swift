@@ -22,12 +22,17 @@ public struct BodyChannels: Sendable, Equatable {
     public var bodyIDParameter: String
     /// The most header-channel bytes accepted (encoded). Larger bodies must use the body store.
     public var maxHeaderValueBytes: Int
+    /// The ``BodyProof`` of a request that carries its body in a header or names a stored body in a header…
+    public var proofHeader: String
+    /// …or, for form submissions (navigations cannot carry headers), a query parameter.
+    public var proofParameter: String
 
     public init(
         headerNames: [String] = ["X-Satchel-Body", "BODY"], encodingHeader: String = "X-Satchel-Body-Encoding",
         methodHeader: String = "X-Satchel-Method", contentTypeHeader: String = "X-Satchel-Content-Type",
         queryParameter: String = "POST_DATA", bodyIDHeader: String = "X-Satchel-Body-Id",
-        bodyIDParameter: String = "SATCHEL_BODY_ID", maxHeaderValueBytes: Int = 16 << 10
+        bodyIDParameter: String = "SATCHEL_BODY_ID", maxHeaderValueBytes: Int = 16 << 10, proofHeader: String = "X-Satchel-Token",
+        proofParameter: String = "SATCHEL_TOKEN"
     ) {
         self.headerNames = headerNames
         self.encodingHeader = encodingHeader
@@ -37,10 +42,16 @@ public struct BodyChannels: Sendable, Equatable {
         self.bodyIDHeader = bodyIDHeader
         self.bodyIDParameter = bodyIDParameter
         self.maxHeaderValueBytes = maxHeaderValueBytes
+        self.proofHeader = proofHeader
+        self.proofParameter = proofParameter
     }
 
     /// Every header a satchel hook may add; all are removed before a request is forwarded.
-    public var allHeaders: [String] { headerNames + [encodingHeader, methodHeader, contentTypeHeader, bodyIDHeader] }
+    public var allHeaders: [String] { headerNames + [encodingHeader, methodHeader, contentTypeHeader, bodyIDHeader, proofHeader] }
+
+    /// Every query parameter a satchel hook may add; all are removed before a request is forwarded, and their
+    /// values never reach a log.
+    public var allParameters: [String] { [queryParameter, bodyIDParameter, proofParameter] }
 }
 
 /// Which channel restored a body.
@@ -71,11 +82,16 @@ public enum BodyRestorationError: Error, Equatable, Sendable, CustomStringConver
     case bodyLost(channel: BodyChannel, id: String)
     case tooLarge(channel: BodyChannel, bytes: Int, limit: Int)
     case conflictingChannels([BodyChannel])
+    /// The request claims a body without a valid proof that this launch's hook moved it (``BodyProof``).
+    case unproven(channel: BodyChannel, reason: String)
 
-    /// 400 for a malformed or lost body, 413 for one over a limit.
+    /// 400 for a malformed or lost body, 413 for one over a limit, 403 for one whose origin is not proven.
     public var status: Int {
-        if case .tooLarge = self { return 413 }
-        return 400
+        switch self {
+        case .tooLarge: 413
+        case .unproven: 403
+        case .malformedEncoding, .bodyLost, .conflictingChannels: 400
+        }
     }
 
     public var description: String {
@@ -84,6 +100,7 @@ public enum BodyRestorationError: Error, Equatable, Sendable, CustomStringConver
         case .bodyLost(let channel, let id): "body lost: the \(channel.rawValue) channel names body \(id.debugDescription), which is not (or no longer) stored"
         case .tooLarge(let channel, let bytes, let limit): "body too large for the \(channel.rawValue) channel: \(bytes) bytes, limit \(limit); use the body store"
         case .conflictingChannels(let channels): "one request claims a body through several channels: \(channels.map(\.rawValue).joined(separator: ", "))"
+        case .unproven(let channel, let reason): "refused: a body claimed through the \(channel.rawValue) channel without proof that the app's hook sent it: \(reason)"
         }
     }
 }
@@ -96,8 +113,13 @@ public struct BodyRestorer: Sendable {
 
     public init(channels: BodyChannels = BodyChannels()) { self.channels = channels }
 
+    /// - Parameters:
+    ///   - takeStoredBody: takes (removes) a body from the body store.
+    ///   - proof: how the request's ``BodyProof`` is checked; nil accepts bodies without one (the seed's own
+    ///     hooks, which carry none: an explicit, documented choice, since any content could then forge a
+    ///     cookie-bearing POST to the app's origins).
     public func restore(
-        _ request: ResourceRequest, takeStoredBody: (String) -> StoredBody?
+        _ request: ResourceRequest, takeStoredBody: (String) -> StoredBody?, proof: BodyProofCheck?
     ) throws(BodyRestorationError) -> (request: ResourceRequest, channel: BodyChannel) {
         var result = request
         let url = RequestURL(request.url)
@@ -116,7 +138,10 @@ public struct BodyRestorer: Sendable {
 
         let originalMethod = request.headers[channels.methodHeader]
         let originalType = request.headers[channels.contentTypeHeader]
+        let proofFromHeader = request.headers[channels.proofHeader].map { Substring($0) }
+        let proofFromQuery = query.values(channels.proofParameter).first
         for name in channels.allHeaders { result.headers.remove(name) }
+        query.remove(channels.proofParameter)
 
         switch channel {
         case .header:
@@ -124,6 +149,7 @@ public struct BodyRestorer: Sendable {
             guard value.utf8.count <= channels.maxHeaderValueBytes else {
                 throw .tooLarge(channel: .header, bytes: value.utf8.count, limit: channels.maxHeaderValueBytes)
             }
+            try proof?.verify(proofFromHeader, channel: .header, binding: value)
             let encoding = request.headers[channels.encodingHeader]?.lowercased() ?? "uri"
             switch encoding {
             case "base64":
@@ -138,6 +164,7 @@ public struct BodyRestorer: Sendable {
             if let originalType { result.headers.set("Content-Type", originalType) }
         case .formQuery:
             guard formValues.count == 1 else { throw .malformedEncoding(channel: .formQuery, reason: "\(channels.queryParameter) appears \(formValues.count) times") }
+            try proof?.verify(proofFromQuery, channel: .formQuery, binding: String(formValues[0]))
             result.body = try Self.percentDecode(formValues[0], channel: .formQuery, requireUTF8: true)
             query.remove(channels.queryParameter)
             result.url = Self.replacingQuery(of: request.url, with: query)
@@ -148,11 +175,13 @@ public struct BodyRestorer: Sendable {
             guard Set(ids).count == 1, let id = ids.first else {
                 throw .malformedEncoding(channel: .bodyStore, reason: "several body ids")
             }
+            // Checked before the body is taken: a forged request must not consume the page's body.
+            try proof?.verify(idFromHeader != nil ? proofFromHeader : proofFromQuery, channel: .bodyStore, binding: id)
             guard let stored = takeStoredBody(id) else { throw .bodyLost(channel: .bodyStore, id: id) }
             result.body = stored.bytes
             result.method = originalMethod ?? stored.method ?? Self.restoredMethod(request.method)
             if let type = originalType ?? stored.contentType { result.headers.set("Content-Type", type) }
-            if !idFromQuery.isEmpty {
+            if !idFromQuery.isEmpty || proofFromQuery != nil {
                 query.remove(channels.bodyIDParameter)
                 result.url = Self.replacingQuery(of: request.url, with: query)
             }
