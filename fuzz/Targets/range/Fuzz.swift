@@ -1,0 +1,29 @@
+// Range and the conditional headers (RFC 9110 §13-14): no crash, and a partial answer always lies inside the
+// representation, lower bound first.
+import FuzzDriver
+import SatchelCore
+
+@_cdecl("range_main")
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 { FuzzDriver.run(argc, argv, fuzz) }
+
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    guard bytes.count >= 8 else { return 0 }
+    // The first 8 bytes choose the representation's size; the rest are header values split by newlines.
+    let sizeBits = bytes[..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    let representationSize = Int64(sizeBits % (UInt64(1) << 42))
+    let fields = String(decoding: bytes[8...], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    var headers = HTTPHeaders()
+    for (index, name) in ["Range", "If-Range", "If-None-Match"].enumerated() where index < fields.count { headers.add(name, fields[index]) }
+    if let range = headers["Range"], let parsed = RangeRequest.parse(range) {
+        for resolved in parsed.resolve(against: representationSize) {
+            precondition(resolved.lowerBound >= 0 && resolved.upperBound < representationSize, "\(resolved) outside 0..<\(representationSize)")
+        }
+    }
+    switch RepresentationSelection.select(method: "GET", headers: headers, etag: "\"abc\"", size: representationSize) {
+    case .partial(let range):
+        precondition(range.lowerBound >= 0 && range.upperBound < representationSize, "partial \(range) outside \(representationSize)")
+    case .unsatisfiable, .notModified, .full: break
+    }
+    return 0
+}
