@@ -72,6 +72,56 @@ struct ZipDirectoryTests {
         }
     }
 
+    @Test("the writer's MS-DOS times are UTC, whatever the time zone (APPNOTE 4.4.6: date and time fields)")
+    func dosTimes() throws {
+        try withTemporaryFolder { folder throws in
+            let path = folder + "/a.zip"
+            _ = try Self.writeSample(path)
+            let archive = try readBytes(path)
+            // 2023-11-14T22:13:20Z: date (2023-1980)<<9 | 11<<5 | 14 = 0x576E, time 22<<11 | 13<<5 | 20/2 = 0xB1AA.
+            for entry in try ZipDirectory.read(path: path).entries {
+                #expect(Array(archive[Int(entry.localHeaderOffset) + 10..<Int(entry.localHeaderOffset) + 14]) == [0xAA, 0xB1, 0x6E, 0x57])
+                #expect(Array(archive[Int(entry.centralHeaderOffset) + 12..<Int(entry.centralHeaderOffset) + 16]) == [0xAA, 0xB1, 0x6E, 0x57])
+            }
+        }
+    }
+
+    @Test("MS-DOS date and time from Unix time", arguments: [
+        (Int64(315_532_800), UInt32(0x0021_0000)),  // 1980-01-01T00:00:00Z, the format's first instant
+        (0, 0x0021_0000),  // 1970: before the format's range, clamped to its floor
+        (-86_400, 0x0021_0000),
+        (1_700_000_000, 0x576E_B1AA),  // 2023-11-14T22:13:20Z
+        (1_709_251_199, 0x585D_BF7D),  // 2024-02-29T23:59:59Z: leap day, odd second rounds down
+        (4_354_819_200, 0xFF9F_BF7D),  // 2108-01-01: past the format's range, clamped to its ceiling
+    ])
+    func dosTime(_ unix: Int64, _ expected: UInt32) {
+        #expect(ZipTime.dosDateTime(unixSeconds: unix) == expected)
+    }
+
+    @Test("archive code leaves the process's time zone and locale alone")
+    func environmentUntouched() throws {
+        try withTemporaryFolder { folder throws in
+            let zip = folder + "/a.zip", tar = folder + "/a.tar.gz"
+            _ = try Self.writeSample(zip)
+            for (path, format) in [(tar, ArchiveFormat.tarGzip)] {
+                let writer = try ArchiveWriter(creating: path, format: format)
+                try writer.add(ArchiveEntryHeader(path: "café/名前.html", size: 1, modificationTime: 1_700_000_000, compress: true), bytes: [1])
+                try writer.finish()
+            }
+            for path in [zip, tar] {
+                let reader = try ArchiveReader(path: path)
+                while let entry = try reader.nextEntry() { _ = try reader.readAll(maxBytes: 8 << 20); _ = entry }
+            }
+            // The environment the process was started with, as the kernel recorded it (setenv does not change it).
+            let initial = (try? readBytes("/proc/self/environ")).map { bytes in
+                bytes.split(separator: 0).compactMap { String(decoding: $0, as: UTF8.self) }.first { $0.hasPrefix("TZ=") }.map { String($0.dropFirst(3)) }
+            } ?? nil
+            #expect(getenv("TZ").map { String(cString: $0) } == initial)
+            // No one in a Swift test process calls setlocale, so the character-type locale is still "C".
+            #expect(String(cString: setlocale(LC_CTYPE, nil)) == "C")
+        }
+    }
+
     // MARK: Hostile directories
 
     static func valid() -> [ZipFixture.Entry] {
