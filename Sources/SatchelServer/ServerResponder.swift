@@ -66,6 +66,8 @@ public final class ServerResponder: Sendable {
         guard method == "GET" || method == "HEAD", !pipeline.engine.restoresBody(request),
             case .response(var response) = pipeline.engine.handleSynchronously(request)
         else { return nil }
+        // A body decoded as it is sent (a large deflated file of a built-in bundle) is streamed by the task path.
+        if case .stream = response.body { return nil }
         let label = Self.packageOutcome(response.status)
         if configuration.injectHook { response = injectingHook(into: response) }
         record(method: method, shown: isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)", path: target, status: response.status, outcome: label, channel: .none, started: started)
