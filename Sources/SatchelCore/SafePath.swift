@@ -20,7 +20,8 @@ public struct SafePath: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// a conforming packer wrote normalised.
     public init(validating raw: String) throws(SafePathError) {
         try Self.check(raw)
-        if raw.precomposedStringWithCanonicalMapping.utf8.elementsEqual(raw.utf8) == false {
+        // ASCII text is already NFC; Foundation's normaliser was most of the time of decoding a large manifest.
+        if !raw.utf8.allSatisfy({ $0 < 0x80 }), raw.precomposedStringWithCanonicalMapping.utf8.elementsEqual(raw.utf8) == false {
             throw SafePathError(path: raw, reason: .notNFC)
         }
         value = raw
@@ -36,7 +37,11 @@ public struct SafePath: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     /// The key under which two paths collide: NFC, then Unicode case folding.
     public var collisionKey: String {
-        value.folding(options: [.caseInsensitive], locale: nil).precomposedStringWithCanonicalMapping
+        // For ASCII, Unicode case folding is A-Z to a-z and NFC changes nothing: the same key, without Foundation.
+        if value.utf8.allSatisfy({ $0 < 0x80 }) {
+            return String(decoding: value.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        }
+        return value.folding(options: [.caseInsensitive], locale: nil).precomposedStringWithCanonicalMapping
     }
 
     public var segments: [Substring] { value.split(separator: "/", omittingEmptySubsequences: false) }
