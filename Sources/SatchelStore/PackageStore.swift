@@ -177,10 +177,14 @@ public final class PackageStore: Sendable {
 
     /// Installs a bundle as the new active version of its package, on trial.
     ///
-    /// - Parameter expectedSHA256: the bundle file's own hash when known (`--sha256`, the catalog); checked
-    ///   before anything else is read.
+    /// - Parameters:
+    ///   - expectedSHA256: the bundle file's own hash when known (`--sha256`, the catalog); checked before anything
+    ///     else is read.
+    ///   - retryingFailed: install a version that failed here before (its trial ran out, or a rollback left it).
+    ///     Only an explicit choice does (`satchel install`); an automatic one (the updater) is refused with
+    ///     ``StoreError/failedBefore(id:version:)``, so a crashing release is not brought back by the next update.
     @discardableResult
-    public func install(bundle path: String, expectedSHA256: String? = nil) throws(StoreError) -> InstallResult {
+    public func install(bundle path: String, expectedSHA256: String? = nil, retryingFailed: Bool = false) throws(StoreError) -> InstallResult {
         let lock = try StoreLock(path: layout.lockFile)
         defer { withExtendedLifetime(lock) {} }
         if let expected = expectedSHA256?.lowercased() {
@@ -197,6 +201,9 @@ public final class PackageStore: Sendable {
         let stored = try storedState(of: id)
         let builtIn = builtIns[id]
         let previous = PackageState.effective(stored: stored, builtIn: builtIn?.version)
+        if let previous, previous.failed.contains(manifest.version), !retryingFailed {
+            throw .failedBefore(id: id.value, version: manifest.version.description)
+        }
         // The rules decide before anything is extracted: a version below the built-in is refused here.
         var available = availability(of: id)
         available.installed.insert(manifest.version)

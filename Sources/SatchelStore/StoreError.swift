@@ -33,6 +33,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case builtInReadOnly(id: String, version: String)
     /// The rule keeps this version: what the active version falls back to, or the newest confirmed one.
     case keptByRule(id: String, version: String, reason: StateRefusal.KeepReason)
+    /// The version failed here (its trial ran out, or a rollback left it); only an explicit reinstall brings it back.
+    case failedBefore(id: String, version: String)
     case diskFull(path: String)
     case io(operation: String, path: String, errno: Int32)
     case corruptState(path: String, reason: String)
@@ -60,6 +62,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .builtInReadOnly(let id, let version): "\(id) \(version) is built into the app; built-ins are read-only and cannot be removed"
         case .keptByRule(let id, let version, .fallback):
             "version \(version) of \(id) is what \(id) falls back to if the active version fails; confirm or replace the active version first"
+        case .failedBefore(let id, let version):
+            "\(id) \(version) failed on this device (its trial ran out or a rollback left it); it is not installed again automatically"
         case .keptByRule(let id, let version, .lastConfirmed):
             "version \(version) of \(id) is its newest confirmed version, kept until a newer one is confirmed"
         case .diskFull(let path): "disk full while writing \(path); the store is unchanged"

@@ -48,9 +48,12 @@ extension Satchel {
 
         func run() throws {
             let store = try options.openForCommand()
-            let result = try storeOperation { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256) }
+            // An explicit install may bring back a version that failed here before.
+            let result = try storeOperation { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256, retryingFailed: true) }
             if json {
                 Output.json(result)
+            } else if result.builtIn == true {
+                Output.line("\(result.id) \(result.version) is the app's built-in version: nothing extracted, the built-in serves")
             } else {
                 let previous = result.previous.map { ", previous \($0) kept" } ?? ""
                 let delta = result.delta.map { ", from the delta over \($0.from) (\($0.written) written, \($0.linked) linked, \($0.copied) copied)" } ?? ""

@@ -64,6 +64,24 @@ struct LifecycleTests {
         }
     }
 
+    @Test("a failed version is refused by an automatic install, unchanged, and accepted by an explicit one")
+    func failedNotReinstalledAutomatically() throws {
+        try withTemporaryFolder { folder throws in
+            let factory = BundleFactory(folder: folder)
+            let store = try PackageStore(root: folder + "/store")
+            try store.install(bundle: factory.bundle(version: "1.0.0"))
+            try store.confirm(id("shop"))
+            let failing = try factory.bundle(version: "1.1.0")
+            try store.install(bundle: failing)
+            try store.rollback(id("shop"))
+            let before = try snapshot(store.layout.root)
+            #expect(throws: StoreError.failedBefore(id: "shop", version: "1.1.0")) { try store.install(bundle: failing) }
+            #expect(try snapshot(store.layout.root) == before)
+            try store.install(bundle: failing, retryingFailed: true)
+            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.1.0"), trial: v("1.1.0"), launches: 0, history: [v("1.0.0")]))
+        }
+    }
+
     @Test("a first version past its launches has nothing to fall back to and stays active")
     func firstTrial() throws {
         try withTemporaryFolder { folder throws in
