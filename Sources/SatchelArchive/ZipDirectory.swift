@@ -381,15 +381,16 @@ private struct CentralRecord {
     /// Reads the entry's local header: it must sit inside the data area, name the same file with the same
     /// method and flags, and leave the data inside the data area too.
     func confirmLocalHeader(read: (Int64, Int) throws(ZipFormatError) -> [UInt8], dataEnd: Int64) throws(ZipFormatError) -> ZipEntry {
-        guard localHeaderOffset + 30 <= dataEnd else { throw .outOfBounds(entry: name) }
-        let header = try read(localHeaderOffset, 30)
+        // The header and the name it must repeat, in one read (a large bundle has thousands of entries).
+        let expectedLength = 30 + nameBytes.count
+        guard localHeaderOffset + Int64(expectedLength) <= dataEnd else { throw .outOfBounds(entry: name) }
+        let header = try read(localHeaderOffset, expectedLength)
         guard header.u32(0) == localSignature else { throw .badSignature(what: "local header of \(name.debugDescription)", offset: localHeaderOffset) }
         guard header.u16(6) == flags else { throw .inconsistent(entry: name, field: "flags") }
         let method: UInt16 = self.method == .stored ? 0 : 8
         guard header.u16(8) == method else { throw .inconsistent(entry: name, field: "compression method") }
         let nameLength = Int(header.u16(26)), extraLength = Int(header.u16(28))
-        guard nameLength == nameBytes.count, localHeaderOffset + 30 + Int64(nameLength) <= dataEnd else { throw .inconsistent(entry: name, field: "name") }
-        guard try read(localHeaderOffset + 30, nameLength) == Array(nameBytes) else { throw .inconsistent(entry: name, field: "name") }
+        guard nameLength == nameBytes.count, header[30...].elementsEqual(nameBytes) else { throw .inconsistent(entry: name, field: "name") }
         let dataOffset = localHeaderOffset + 30 + Int64(nameLength) + Int64(extraLength)
         guard dataOffset + compressedSize <= dataEnd else { throw .outOfBounds(entry: name) }
         return ZipEntry(
