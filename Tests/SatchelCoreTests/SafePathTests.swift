@@ -77,6 +77,8 @@ struct SafePathTests {
         #expect(path.fileExtension == "mjs")
         #expect(path.fileName == "App.MJS")
         #expect(path.parentFolders == ["assets", "assets/js"])
+        #expect(try SafePath(validating: "index.html").parentFolders == [])
+        #expect(try SafePath(validating: "café/名前/a b/x.html").parentFolders == ["café", "café/名前", "café/名前/a b"])
         #expect(try SafePath(validating: ".htaccess").fileExtension == "")
         #expect(try SafePath(validating: "Makefile").fileExtension == "")
     }
