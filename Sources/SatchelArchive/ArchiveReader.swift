@@ -77,14 +77,18 @@ public final class ArchiveReader {
     private var totalBytes: Int64 = 0
 
     public init(path: String, limits: ArchiveLimits = .default) throws {
-        _ = processSetUp
         self.path = path
         self.limits = limits
         archive = archive_read_new()
-        archive_read_support_format_zip(archive)
-        archive_read_support_format_tar(archive)
-        archive_read_support_filter_gzip(archive)
-        if archive_read_open_filename(archive, path, 256 << 10) != SATCHEL_ARCHIVE_OK {
+        let opened = ArchiveLocale.withUTF8 { [archive] in
+            archive_read_support_format_zip(archive)
+            archive_read_support_format_tar(archive)
+            archive_read_support_filter_gzip(archive)
+            // Names are UTF-8 in bundles, whatever the zip's UTF-8 flag or the tar's header type says.
+            _ = archive_read_set_options(archive, "hdrcharset=UTF-8")
+            return archive_read_open_filename(archive, path, 256 << 10)
+        }
+        if opened != SATCHEL_ARCHIVE_OK {
             // Every stored property is set, so deinit runs and frees the archive.
             throw ArchiveError.cannotOpen(path: path, reason: ArchiveWriter.message(archive))
         }
@@ -97,6 +101,10 @@ public final class ArchiveReader {
 
     /// Moves to the next entry; nil at the end. Unread data of the previous entry is skipped.
     public func nextEntry() throws -> ArchiveEntryInfo? {
+        try ArchiveLocale.withUTF8 { () throws in try readNextEntry() }
+    }
+
+    private func readNextEntry() throws -> ArchiveEntryInfo? {
         var header: OpaquePointer?
         let status = archive_read_next_header(archive, &header)
         if status == SATCHEL_ARCHIVE_EOF {
@@ -129,7 +137,7 @@ public final class ArchiveReader {
             var block: UnsafeRawPointer?
             var size = 0
             var offset: la_int64_t = 0
-            let status = archive_read_data_block(archive, &block, &size, &offset)
+            let status = ArchiveLocale.withUTF8 { archive_read_data_block(archive, &block, &size, &offset) }
             if status == SATCHEL_ARCHIVE_EOF { break }
             // A warning while reading data is a bad CRC or a short entry: damage, not a detail.
             guard status == SATCHEL_ARCHIVE_OK else {

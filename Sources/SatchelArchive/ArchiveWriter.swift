@@ -48,11 +48,12 @@ public final class ArchiveWriter {
     private var buffer: [UInt8]
     private var closed = false
     private var streamingEntry = ""
+    /// Each entry's modification time, in order, for ``writeUTCTimes()``.
+    private var entryTimes: [Int64] = []
 
     /// Creates `path` (which must not exist) and prepares to write.
     /// - Parameter compressionLevel: deflate level, 1 to 9.
     public init(creating path: String, format: ArchiveFormat, compressionLevel: Int = 6) throws {
-        _ = processSetUp
         self.path = path
         self.format = format
         output = try FileOutput(creating: path)
@@ -66,6 +67,10 @@ public final class ArchiveWriter {
         archive = archive_write_new()
         entry = archive_entry_new()
         buffer = [UInt8](repeating: 0, count: 256 << 10)
+        try ArchiveLocale.withUTF8 { () throws in try openArchive(format: format, level: level) }
+    }
+
+    private func openArchive(format: ArchiveFormat, level: Int32) throws {
         switch format {
         case .zip:
             archive_write_set_format_zip(archive)
@@ -149,6 +154,11 @@ public final class ArchiveWriter {
     /// Adds an entry that is not a regular file. Bundles never hold one; tests use this to build the hostile
     /// archives that readers must refuse.
     func add(special path: String, kind: ArchiveEntryKind, modificationTime: Int64 = 315_532_800) throws {
+        entryTimes.append(modificationTime)
+        try ArchiveLocale.withUTF8 { () throws in try writeSpecialHeader(path, kind: kind, modificationTime: modificationTime) }
+    }
+
+    private func writeSpecialHeader(_ path: String, kind: ArchiveEntryKind, modificationTime: Int64) throws {
         archive_entry_clear(entry)
         archive_entry_set_pathname_utf8(entry, path)
         archive_entry_set_mtime(entry, time_t(modificationTime), 0)
@@ -180,11 +190,43 @@ public final class ArchiveWriter {
     public func finish() throws {
         guard !closed else { return }
         closed = true
-        let status = archive_write_close(archive)
+        let status = ArchiveLocale.withUTF8 { archive_write_close(archive) }
         if let sinkError { throw sinkError }
         guard status == SATCHEL_ARCHIVE_OK else { throw ArchiveError.writeFailed(entry: nil, reason: Self.message(archive)) }
         try gzip?.finish()
+        if format == .zip { try writeUTCTimes() }
         try output.close(sync: true)
+    }
+
+    /// libarchive fills zip's MS-DOS time fields with `localtime()`, so the same input would give other bytes in
+    /// another time zone. The Formats say UTC, and a library must not set `TZ` for the whole process; so once the
+    /// archive is complete, every entry's two copies of the field (local header and central directory) are
+    /// overwritten with the UTC value computed here. The `UT` extra field already holds the Unix time.
+    private func writeUTCTimes() throws {
+        let descriptor = output.descriptor
+        let path = self.path
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw ArchiveError.io(operation: "stat", path: path, errno: errno) }
+        let headers: [(local: Int64, central: Int64)]
+        do {
+            headers = try ZipDirectory.headerOffsets(size: Int64(info.st_size)) { (offset, count) throws(ZipFormatError) in
+                var bytes = [UInt8](repeating: 0, count: count)
+                let got = bytes.withUnsafeMutableBytes { systemPread(descriptor, $0.baseAddress!, count, off_t(offset)) }
+                guard got == count else { throw .io(operation: "read back", path: path, errno: got < 0 ? errno : EIO) }
+                return bytes
+            }
+        } catch {
+            throw ArchiveError.writeFailed(entry: nil, reason: "cannot read back the zip just written: \(error)")
+        }
+        guard headers.count == entryTimes.count else {
+            throw ArchiveError.writeFailed(entry: nil, reason: "wrote \(entryTimes.count) entries but the directory lists \(headers.count)")
+        }
+        for (index, header) in headers.enumerated() {
+            let value = ZipTime.dosDateTime(unixSeconds: entryTimes[index])
+            let bytes = (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+            try output.write(bytes, at: header.local + 10)
+            try output.write(bytes, at: header.central + 12)
+        }
     }
 
     deinit {
@@ -193,6 +235,11 @@ public final class ArchiveWriter {
     }
 
     private func writeHeader(_ header: ArchiveEntryHeader) throws {
+        entryTimes.append(header.modificationTime)
+        try ArchiveLocale.withUTF8 { () throws in try writeRegularHeader(header) }
+    }
+
+    private func writeRegularHeader(_ header: ArchiveEntryHeader) throws {
         archive_entry_clear(entry)
         archive_entry_set_pathname_utf8(entry, header.path)
         archive_entry_set_filetype(entry, SATCHEL_AE_IFREG)
@@ -212,7 +259,7 @@ public final class ArchiveWriter {
     private func writeData(_ chunk: UnsafeRawBufferPointer, entry path: String) throws {
         var offset = 0
         while offset < chunk.count {
-            let written = archive_write_data(archive, chunk.baseAddress! + offset, chunk.count - offset)
+            let written = ArchiveLocale.withUTF8 { archive_write_data(archive, chunk.baseAddress! + offset, chunk.count - offset) }
             if let sinkError { throw sinkError }
             guard written > 0 else { throw ArchiveError.writeFailed(entry: path, reason: Self.message(archive)) }
             offset += written
@@ -233,17 +280,3 @@ public final class ArchiveWriter {
         archive_error_string(archive).map { String(cString: $0) } ?? "unknown libarchive error"
     }
 }
-
-/// The two process-wide settings libarchive needs, made once before the first archive is opened:
-/// - libarchive converts zip entry times to MS-DOS fields with `localtime`, so the same input would give
-///   different bytes in different time zones: bundles are built in UTC.
-/// - libarchive converts entry names between UTF-8 and the locale's character set; under the default "C"
-///   locale a non-ASCII name cannot be converted, and libarchive 3.6's tar writer then crashes. Names in
-///   bundles are UTF-8, so the character-type locale is set to UTF-8.
-let processSetUp: Void = {
-    setenv("TZ", "UTC0", 1)
-    tzset()
-    if setlocale(LC_CTYPE, "C.UTF-8") == nil, setlocale(LC_CTYPE, "en_US.UTF-8") == nil {
-        _ = setlocale(LC_CTYPE, "UTF-8")
-    }
-}()

@@ -13,7 +13,8 @@ final class FileOutput {
     /// Creates `path`, which must not exist yet (O_EXCL), with mode 0644.
     init(creating path: String) throws {
         self.path = path
-        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        // Read-write: the zip writer reads its directory back to correct the entry times.
+        descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if descriptor < 0 { throw ArchiveError.io(operation: "create", path: path, errno: errno) }
     }
 
@@ -27,6 +28,12 @@ final class FileOutput {
             }
             offset += written
         }
+    }
+
+    /// Overwrites bytes already written, at `offset`.
+    func write(_ bytes: [UInt8], at offset: Int64) throws {
+        let written = bytes.withUnsafeBytes { systemPwrite(descriptor, $0.baseAddress!, $0.count, off_t(offset)) }
+        if written != bytes.count { throw ArchiveError.io(operation: "write", path: path, errno: written < 0 ? errno : EIO) }
     }
 
     /// Flushes to stable storage and closes.
@@ -51,6 +58,14 @@ final class FileOutput {
     Glibc.write(fd, pointer, count)
     #else
     Darwin.write(fd, pointer, count)
+    #endif
+}
+
+@inline(__always) func systemPwrite(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int {
+    #if canImport(Glibc)
+    Glibc.pwrite(fd, pointer, count, offset)
+    #else
+    Darwin.pwrite(fd, pointer, count, offset)
     #endif
 }
 

@@ -18,6 +18,10 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
     case missingFile(String)
     case sizeMismatch(path: String, expected: Int64, actual: Int64)
     case hashMismatch(path: String, expected: String, actual: String)
+    /// The zip's central directory is not one a bundle read in place may have (``InPlaceBundle``).
+    case directory(ZipFormatError)
+    /// The bundle cannot be served without extracting it (a tar.gz, a delta).
+    case cannotServeInPlace(reason: String)
 
     /// The package file or archive entry the error is about, when there is one.
     public var subject: String? {
@@ -31,7 +35,8 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsafeEntryName(let error): error.path
         case .notARegularFile(let entry, _), .unexpectedEntry(let entry), .outOfOrder(let entry, _): entry
         case .missingFile(let path), .sizeMismatch(let path, _, _), .hashMismatch(let path, _, _): path
-        case .archive: nil
+        case .directory(let error): error.entry
+        case .archive, .cannotServeInPlace: nil
         }
     }
 
@@ -52,6 +57,8 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingFile(let path): "file \(path.debugDescription) is listed in the manifest but missing from the archive"
         case .sizeMismatch(let path, let expected, let actual): "file \(path.debugDescription) is \(actual) bytes, the manifest says \(expected)"
         case .hashMismatch(let path, let expected, let actual): "file \(path.debugDescription) has sha256 \(actual), the manifest says \(expected)"
+        case .directory(let error): "\(error)"
+        case .cannotServeInPlace(let reason): "cannot be served in place: \(reason)"
         }
     }
 }

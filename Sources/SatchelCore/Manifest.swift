@@ -138,10 +138,21 @@ public struct Manifest: Hashable, Sendable {
         guard contentHash == expected else { throw .contentHashMismatch(claimed: contentHash, computed: expected) }
     }
 
+    /// `type/subtype`: one slash with something on each side, printable ASCII without `;` (one pass, no splitting:
+    /// a large manifest checks thousands).
     private static func isMIMEType(_ text: String) -> Bool {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        return parts.count == 2 && parts.allSatisfy { !$0.isEmpty }
-            && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ";") }
+        var slashes = 0
+        var slashAt = -1
+        var count = 0
+        for byte in text.utf8 {
+            guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: ";") else { return false }
+            if byte == UInt8(ascii: "/") {
+                slashes += 1
+                slashAt = count
+            }
+            count += 1
+        }
+        return slashes == 1 && slashAt > 0 && slashAt < count - 1
     }
 
     // MARK: Serialisation

@@ -1,13 +1,84 @@
-/// One installed version the engine may serve: its manifest and the folder holding its files.
-public struct ServedPackage: Sendable, Equatable {
+/// One version the engine may serve: its manifest and where its files' bytes are.
+public struct ServedPackage: Sendable {
     public let manifest: Manifest
-    /// Absolute folder of the version's files (`<store>/packages/<id>/versions/<version>`).
-    public let folder: String
+    public let files: PackageFiles
 
-    public init(manifest: Manifest, folder: String) {
+    public init(manifest: Manifest, files: PackageFiles) {
         self.manifest = manifest
-        self.folder = folder
+        self.files = files
     }
+
+    /// An installed version: one file per manifest entry under `folder`.
+    public init(manifest: Manifest, folder: String) {
+        self.init(manifest: manifest, files: .folder(folder))
+    }
+
+    /// `id@version`.
+    public var label: String { "\(manifest.id)@\(manifest.version)" }
+
+    /// The folder of an installed version; nil for a bundle served from its archive.
+    public var folder: String? {
+        if case .folder(let folder) = files { return folder }
+        return nil
+    }
+
+    /// Where a file's bytes are; nil when the source has no such file.
+    public func location(of file: FileRecord) -> FileLocation? {
+        switch files {
+        case .folder(let folder): .region(path: folder + "/" + file.path.value, offset: 0)
+        case .archive(let archive): archive.location(of: file)
+        }
+    }
+}
+
+extension ServedPackage: Equatable {
+    public static func == (lhs: ServedPackage, rhs: ServedPackage) -> Bool {
+        lhs.manifest == rhs.manifest && lhs.files == rhs.files
+    }
+}
+
+/// Where a served package's files are (Hummingbird's FileProvider split: the engine owns HTTP policy, the source
+/// owns the bytes).
+public enum PackageFiles: Sendable, Equatable {
+    /// An installed version: `<folder>/<path>` for each file.
+    case folder(String)
+    /// A bundle served straight from its archive, never extracted (a built-in).
+    case archive(any PackageArchive)
+
+    public static func == (lhs: PackageFiles, rhs: PackageFiles) -> Bool {
+        switch (lhs, rhs) {
+        case (.folder(let a), .folder(let b)): a == b
+        case (.archive(let a), .archive(let b)): a.path == b.path
+        default: false
+        }
+    }
+}
+
+/// A bundle whose files are read from its archive in place. The source implements it; the engine only asks where
+/// each file's bytes are.
+public protocol PackageArchive: Sendable {
+    /// The archive file.
+    var path: String { get }
+    /// Where `file`'s bytes are in the archive; nil when it holds no such file.
+    func location(of file: FileRecord) -> FileLocation?
+}
+
+/// Where one file's bytes are.
+public enum FileLocation: Sendable {
+    /// The file's bytes as they are, starting `offset` bytes into the file at `path`: a whole file in a folder
+    /// (offset 0) or a stored entry of a zip. The engine serves a region of it (sendfile, Range).
+    case region(path: String, offset: Int64)
+    /// Bytes that must be decoded first (a deflated zip entry); the source decodes them.
+    case encoded(any EncodedFile)
+}
+
+/// A file stored encoded, decoded on demand by its source.
+public protocol EncodedFile: Sendable {
+    /// The whole file (the engine asks only for small files, which it may cache).
+    func decodeAll() throws -> [UInt8]
+    /// The bytes of `range` (decoded offsets, inclusive), decoded lazily in chunks of at most `chunkSize`; memory
+    /// stays bounded by one chunk whatever the file's size. Bytes before the range are decoded and dropped.
+    func decode(range: ClosedRange<Int64>, chunkSize: Int) -> AsyncThrowingStream<[UInt8], any Error>
 }
 
 /// Where the engine gets its packages from: the seam between HTTP policy (the engine) and bytes on disk
@@ -20,6 +91,17 @@ public protocol PackageSource: Sendable {
     func changeToken() -> [Int64]
     /// Keeps these versions from being garbage-collected while the returned value is alive.
     func pin(_ packages: [ServedPackage]) throws -> any Sendable
+    /// The versions to serve and a pin on them, taken so that no removal can fall between reading which versions
+    /// are active and pinning them. The engine calls this; the default (read, then pin) suits sources that never
+    /// delete anything.
+    func pinnedPackages() throws -> (packages: [ServedPackage], pin: any Sendable)
+}
+
+extension PackageSource {
+    public func pinnedPackages() throws -> (packages: [ServedPackage], pin: any Sendable) {
+        let packages = try servedPackages()
+        return (packages, try pin(packages))
+    }
 }
 
 extension Manifest {

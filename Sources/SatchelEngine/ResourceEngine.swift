@@ -60,16 +60,30 @@ public final class ResourceEngine: Sendable {
         /// A class, so passing one around on the hot path is a single retain rather than one per string.
         final class File: Sendable {
             let record: FileRecord
+            /// The file holding the bytes: the file itself, or the archive of a stored zip entry.
             let location: String
+            /// Where the bytes start in ``location`` (0 for a file in a folder).
+            let offset: Int64
+            /// Set when the bytes must be decoded (a deflated entry of a bundle served from its archive).
+            let encoded: (any EncodedFile)?
             /// Unique for the life of the process, so the cache never hashes a long path.
             let cacheKey: Int
             let etag: String
             let contentType: String
             let isHTML: Bool
 
-            init(record: FileRecord, location: String, cacheKey: Int, etag: String, contentType: String, isHTML: Bool) {
+            init(record: FileRecord, location: FileLocation, cacheKey: Int, etag: String, contentType: String, isHTML: Bool) {
                 self.record = record
-                self.location = location
+                switch location {
+                case .region(let path, let offset):
+                    self.location = path
+                    self.offset = offset
+                    encoded = nil
+                case .encoded(let file):
+                    self.location = ""
+                    offset = 0
+                    encoded = file
+                }
                 self.cacheKey = cacheKey
                 self.etag = etag
                 self.contentType = contentType
@@ -83,13 +97,15 @@ public final class ResourceEngine: Sendable {
 
         init(_ package: ServedPackage) {
             manifest = package.manifest
-            label = "\(package.manifest.id)@\(package.manifest.version)"
+            label = package.label
             var files: [String: File] = [:]
             files.reserveCapacity(package.manifest.files.count)
             for record in package.manifest.files {
+                // A file the source cannot locate is left out: a request for it is answered as for any absent file.
+                guard let location = package.location(of: record) else { continue }
                 let type = MIMETable.isText(record.mime) ? record.mime + "; charset=utf-8" : record.mime
                 files[record.path.value] = File(
-                    record: record, location: package.folder + "/" + record.path.value, cacheKey: FileKeys.next(),
+                    record: record, location: location, cacheKey: FileKeys.next(),
                     etag: EntityTag.strong(sha256: record.sha256), contentType: type, isHTML: record.mime == "text/html")
             }
             self.files = files
@@ -109,8 +125,9 @@ public final class ResourceEngine: Sendable {
         } else {
             proofCheck = nil
         }
-        let packages = try source.servedPackages()
-        snapshot = Locked(Snapshot(token: source.changeToken(), packages: packages, pin: try source.pin(packages)))
+        let token = source.changeToken()
+        let (packages, pin) = try source.pinnedPackages()
+        snapshot = Locked(Snapshot(token: token, packages: packages, pin: pin))
     }
 
     /// The versions served right now.
@@ -134,8 +151,8 @@ public final class ResourceEngine: Sendable {
     /// Reads the active versions again (immediate mode does this by itself when the source changes).
     public func reload() throws {
         let token = source.changeToken()
-        let packages = try source.servedPackages()
-        let next = Snapshot(token: token, packages: packages, pin: try source.pin(packages))
+        let (packages, pin) = try source.pinnedPackages()
+        let next = Snapshot(token: token, packages: packages, pin: pin)
         snapshot.withLock { $0 = next }
     }
 
@@ -218,15 +235,36 @@ public final class ResourceEngine: Sendable {
     /// could answer; nil when the package (`id@version`) has none.
     public func offlinePage(package label: String) -> ResourceResponse? {
         let current = snapshot.withLock { $0 }
-        guard let served = current.packages.first(where: { "\($0.manifest.id)@\($0.manifest.version)" == label }),
+        guard let served = current.packages.first(where: { $0.label == label }),
             let page = served.manifest.offlinePage, let record = served.manifest.file(at: page),
-            let region = FileRegion(path: served.folder + "/" + page.value, offset: 0, length: record.size)
+            let location = served.location(of: record), let body = Self.body(of: location, size: record.size, range: nil)
         else { return nil }
         return ResourceResponse(
             status: 503,
             headers: ["Content-Type": "text/html; charset=utf-8", "Content-Length": String(record.size), "Cache-Control": "no-store", "X-Satchel-Offline": "1"],
-            body: .file(region))
+            body: body)
     }
+
+    /// A body read straight from where the bytes are, without the cache: a file region, or for encoded bytes
+    /// the decoded range (whole when small, streamed when large). Nil when the file cannot be opened or decoded.
+    static func body(of location: FileLocation, size: Int64, range: ClosedRange<Int64>?) -> ResponseBody? {
+        let offset = range?.lowerBound ?? 0
+        let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
+        guard length > 0 else { return .empty }
+        switch location {
+        case .region(let path, let base):
+            return FileRegion(path: path, offset: base + offset, length: length).map { .file($0) }
+        case .encoded(let file):
+            if size <= Self.decodeWholeBelow {
+                guard let bytes = try? file.decodeAll(), Int64(bytes.count) == size else { return nil }
+                return .bytes(Array(bytes[Int(offset)..<Int(offset + length)]))
+            }
+            return .stream(BodyStream(file.decode(range: offset...(offset + length - 1), chunkSize: FileRegion.maxChunk)))
+        }
+    }
+
+    /// Encoded files up to this size are decoded whole into memory when served outside the cache.
+    static let decodeWholeBelow: Int64 = 64 << 10
 
     /// Whether handling `request` would restore a body (and so consume a stored body): callers with a fast
     /// path must then take the full one.
@@ -273,13 +311,37 @@ public final class ResourceEngine: Sendable {
         if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
         headers.add("Content-Length", String(length))
         if method == "HEAD" { return ResourceResponse(status: status, headers: headers) }
-        if let bytes = cache.bytes(for: file.cacheKey, at: file.location, size: size) {
+        if let encoded = file.encoded {
+            return respondDecoding(encoded, status: status, headers: headers, file: file, package: package, offset: offset, length: length)
+        }
+        if let bytes = cache.bytes(for: file.cacheKey, at: file.location, offset: file.offset, size: size) {
             return ResourceResponse(status: status, headers: headers, body: .bytes(range == nil ? bytes : Array(bytes[Int(offset)..<Int(offset + length)])))
         }
-        guard let region = FileRegion(path: file.location, offset: offset, length: length) else {
+        guard let region = FileRegion(path: file.location, offset: file.offset + offset, length: length) else {
             return Self.plain(500, "cannot open \(file.record.path) of \(package.label)")
         }
         return ResourceResponse(status: status, headers: headers, body: .file(region))
+    }
+
+    /// The body of a file stored encoded (a deflated entry of a bundle served from its archive): small files are
+    /// decoded whole and kept in the small-file cache; larger ones are decoded as they are sent, the bytes
+    /// before a range's start decoded and dropped (deflate has no random access), memory bounded by one chunk.
+    private func respondDecoding(
+        _ encoded: any EncodedFile, status: Int, headers: HTTPHeaders, file: PackageEntry.File, package: PackageEntry,
+        offset: Int64, length: Int64
+    ) -> ResourceResponse {
+        let size = file.record.size
+        guard length > 0 else { return ResourceResponse(status: status, headers: headers) }
+        if size <= Int64(cache.maxFileSize) || size <= Self.decodeWholeBelow {
+            let bytes = cache.bytes(for: file.cacheKey, size: size) { () -> [UInt8]? in
+                guard let bytes = try? encoded.decodeAll(), Int64(bytes.count) == size else { return nil }
+                return bytes
+            }
+            guard let bytes else { return Self.plain(500, "cannot decode \(file.record.path) of \(package.label)") }
+            let whole = offset == 0 && length == size
+            return ResourceResponse(status: status, headers: headers, body: .bytes(whole ? bytes : Array(bytes[Int(offset)..<Int(offset + length)])))
+        }
+        return ResourceResponse(status: status, headers: headers, body: .stream(BodyStream(encoded.decode(range: offset...(offset + length - 1), chunkSize: FileRegion.maxChunk))))
     }
 
     /// OPTIONS: a CORS preflight when the request is one, else the allowed methods.

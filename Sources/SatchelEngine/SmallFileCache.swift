@@ -25,11 +25,27 @@ final class SmallFileCache: Sendable {
         self.maxBytes = maxBytes
     }
 
-    /// The file's bytes, from memory or read now; nil when it is too large to cache or cannot be read.
-    func bytes(for key: Int, at path: String, size: Int64) -> [UInt8]? {
+    /// The file's bytes (`size` bytes at `offset` of the file at `path`), from memory or read now; nil when it is
+    /// too large to cache or cannot be read.
+    func bytes(for key: Int, at path: String, offset: Int64 = 0, size: Int64) -> [UInt8]? {
         guard size <= Int64(maxFileSize), maxBytes > 0 else { return nil }
         if let cached = state.withLock({ $0.entries[key] }) { return cached }
-        guard let bytes = Self.read(path, size: Int(size)) else { return nil }
+        guard let bytes = Self.read(path, offset: offset, size: Int(size)) else { return nil }
+        store(bytes, for: key)
+        return bytes
+    }
+
+    /// The same for bytes that `load` produces (a file decoded by its source). Unlike the path form, this always
+    /// answers when `load` does: a file too large for the cache, or a cache turned off, is loaded and not kept.
+    func bytes(for key: Int, size: Int64, load: () -> [UInt8]?) -> [UInt8]? {
+        let cacheable = size <= Int64(maxFileSize) && maxBytes > 0
+        if cacheable, let cached = state.withLock({ $0.entries[key] }) { return cached }
+        guard let bytes = load() else { return nil }
+        if cacheable { store(bytes, for: key) }
+        return bytes
+    }
+
+    private func store(_ bytes: [UInt8], for key: Int) {
         state.withLock { state in
             guard state.entries[key] == nil else { return }
             while state.bytes + bytes.count > maxBytes, state.head < state.order.count {
@@ -47,17 +63,16 @@ final class SmallFileCache: Sendable {
                 state.bytes += bytes.count
             }
         }
-        return bytes
     }
 
-    private static func read(_ path: String, size: Int) -> [UInt8]? {
+    private static func read(_ path: String, offset: Int64, size: Int) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var bytes = [UInt8](repeating: 0, count: size)
         var done = 0
         while done < size {
-            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, size - done, off_t(done)) }
+            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, size - done, off_t(offset) + off_t(done)) }
             if got < 0, errno == EINTR { continue }
             guard got > 0 else { return nil }
             done += got

@@ -15,6 +15,12 @@ public struct StoreOptions: ParsableArguments {
     @Option(help: "Launches a trial may have before the next launch rolls it back.")
     public var maxTrialLaunches: Int = 3
 
+    @Option(
+        name: .customLong("built-in"),
+        help: "A built-in bundle (a zip shipped with the app), or a folder of them (repeatable): served from the archive as the floor under its package.",
+        completion: .file())
+    public var builtIns: [String] = []
+
     public init() {}
 
     /// The store's configuration; a key file that cannot be read or parsed is a usage error naming it.
@@ -25,7 +31,7 @@ public struct StoreOptions: ParsableArguments {
                 throw ValidationError("--public-key \(path): \(error)")
             }
         }
-        return StoreConfiguration(trustedKeys: keys, maxTrialLaunches: maxTrialLaunches)
+        return StoreConfiguration(trustedKeys: keys, maxTrialLaunches: maxTrialLaunches, builtIns: builtIns)
     }
 
     /// Opens (and recovers) the store.

@@ -15,7 +15,8 @@ enum StatusPage {
             <td><span class="badge \(package.state)">\(package.state)\(package.state == "trial" ? " · \(package.launches) launches" : "")</span></td>\
             <td>\(package.hosts.map(escape).joined(separator: "<br>"))</td><td><code>\(escape(package.pathPrefix))</code></td>\
             <td class="num">\(package.fileCount)</td><td class="num">\(formatBytes(package.bytes))</td>\
-            <td>\(package.otherVersions.map(escape).joined(separator: ", "))</td></tr>
+            <td>\(package.otherVersions.map(escape).joined(separator: ", "))</td>\
+            <td>\(package.builtIn.map { "<span class=\"badge built-in\">\(escape($0))</span>" } ?? "")</td></tr>
             """
         }.joined(separator: "\n")
         let requestRows = requests.prefix(100).map { entry in
@@ -42,6 +43,7 @@ enum StatusPage {
             td.url { font-family: ui-monospace, monospace; font-size: 13px; word-break: break-all; }
             .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: #e2e8f0; }
             .confirmed, .offline-hit { background: #d1fae5; color: #065f46; } .trial { background: #fef3c7; color: #92400e; }
+            .built-in { background: #e0e7ff; color: #3730a3; }
             .range, .not-modified { background: #dbeafe; color: #1e40af; } .network { background: #ede9fe; color: #5b21b6; }
             .error { background: #fee2e2; color: #991b1b; } .offline-page { background: #fde68a; } .body { background: #fce7f3; color: #9d174d; }
             .empty { color: #718096; font-style: italic; }
@@ -50,8 +52,8 @@ enum StatusPage {
             <p>hook injection \(configuration.injectHook ? "on" : "off") · body-loss emulation \(configuration.emulateBodyLoss ? "on" : "off") · <a style="color:#cbd5e0" href="/_satchel/status.json">status.json</a></p></header>
             <main>
             <h2>Packages (\(packages.count))</h2>
-            <table id="packages"><tr><th>Package</th><th>Active</th><th>State</th><th>Hosts</th><th>Prefix</th><th>Files</th><th>Size</th><th>Other versions</th></tr>
-            \(packageRows.isEmpty ? "<tr><td colspan=8 class=empty>no packages installed</td></tr>" : packageRows)
+            <table id="packages"><tr><th>Package</th><th>Active</th><th>State</th><th>Hosts</th><th>Prefix</th><th>Files</th><th>Size</th><th>Other versions</th><th>Built-in</th></tr>
+            \(packageRows.isEmpty ? "<tr><td colspan=9 class=empty>no packages installed</td></tr>" : packageRows)
             </table>
             <h2>Latest requests</h2>
             <table id="requests"><tr><th>Time</th><th>Method</th><th>URL</th><th>Status</th><th>Outcome</th><th>Body</th><th>Latency</th></tr>

@@ -60,25 +60,41 @@ enum FileSystem {
         }
     }
 
-    /// Writes `bytes` to `path` atomically and durably: a temporary file beside it, fsync, rename, fsync of
-    /// the folder. A crash leaves either the old file or the new one, never a mix; recovery removes
-    /// the temporary (its name ends in `.tmp`).
+    /// Writes `bytes` to `path` atomically and durably: a temporary file beside it, flushed to stable storage
+    /// (``flush(_:path:)``), rename, fsync of the folder. A crash leaves either the old file or the new one,
+    /// never a mix; recovery removes the temporary (its name ends in `.tmp`).
     static func writeAtomically(_ bytes: [UInt8], to path: String, beforeRename: () -> Void = {}) throws(StoreError) {
         let temporary = path + ".\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .system("create", temporary) }
+        // Closed exactly once: a descriptor number closed twice may by then belong to another thread's file.
+        var open = true
         do throws(StoreError) {
             try writeAll(descriptor, bytes, path: temporary)
-            guard fsync(descriptor) == 0 else { throw .system("fsync", temporary) }
-            close(descriptor)
+            try flush(descriptor, path: temporary)
+            open = false
+            guard close(descriptor) == 0 else { throw .system("close", temporary) }
             beforeRename()
             guard rename(temporary, path) == 0 else { throw .system("rename", temporary) }
         } catch {
-            close(descriptor)
+            if open { close(descriptor) }
             unlink(temporary)
             throw error
         }
         try syncDirectory(parent(of: path))
+    }
+
+    /// Makes a file's data durable: `F_FULLFSYNC` on Apple platforms, where `fsync` only reaches the drive's
+    /// cache, else `fsync`. The one place the store flushes a file, so state files and installed files alike
+    /// get the platform's real flush.
+    static func flush(_ descriptor: Int32, path: String) throws(StoreError) {
+        #if canImport(Darwin)
+        // Some file systems (network, FAT) refuse F_FULLFSYNC; fsync is the best they offer.
+        if fcntl(descriptor, F_FULLFSYNC) == 0 { return }
+        guard fsync(descriptor) == 0 else { throw .system("fcntl(F_FULLFSYNC)", path) }
+        #else
+        guard fsync(descriptor) == 0 else { throw .system("fsync", path) }
+        #endif
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(StoreError) {
@@ -111,8 +127,8 @@ enum FileSystem {
     }
 
     /// Flushes every dirty page of the file system holding `path` in one call (Linux `syncfs`): far cheaper
-    /// than 5,000 serial fsyncs. Elsewhere, or when syncfs is missing, falls back to `fsync` of each file.
-    static func syncFileSystem(containing path: String, files: [String]) throws(StoreError) {
+    /// than 5,000 serial fsyncs. Elsewhere, or when syncfs is missing, falls back to ``syncEach(_:)``.
+    static func syncFileSystem(containing path: String, entries: [String]) throws(StoreError) {
         #if os(Linux)
         if let syncfs = syncfsFunction {
             let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -122,16 +138,16 @@ enum FileSystem {
             return
         }
         #endif
-        for file in files {
-            let descriptor = open(file, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw .system("open", file) }
+        try syncEach(entries)
+    }
+
+    /// Flushes each file and folder named (folders so that the names of what they hold are durable too).
+    static func syncEach(_ entries: [String]) throws(StoreError) {
+        for entry in entries {
+            let descriptor = open(entry, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw .system("open", entry) }
             defer { close(descriptor) }
-            #if canImport(Darwin)
-            // fsync on Apple platforms does not reach the platter; F_FULLFSYNC does.
-            guard fcntl(descriptor, F_FULLFSYNC) == 0 else { throw .system("fcntl(F_FULLFSYNC)", file) }
-            #else
-            guard fsync(descriptor) == 0 else { throw .system("fsync", file) }
-            #endif
+            try flush(descriptor, path: entry)
         }
     }
 

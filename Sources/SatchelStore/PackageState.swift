@@ -1,44 +1,52 @@
 import Foundation
 import SatchelCore
 
-/// `packages/<id>/state.json` (DESIGN.md, Formats: Store layout): which version is active, which was last
-/// confirmed, whether the active one is on trial and for how many launches, and the confirmed history that
-/// rollback walks back through.
+/// `packages/<id>/state.json` (DESIGN.md, Formats: Store layout): which version is served, whether it is on
+/// trial and for how many launches, and the versions a fallback may return to.
 ///
-/// Written canonically (``CanonicalJSON``), replaced atomically: write temporary, fsync, rename, fsync folder.
+/// The rules that change it (install, activate, confirm, rollback, a launch, remove, gc, and which versions stay
+/// on disk) are pure functions of this value, in `PackageState+Rules.swift`; ``PackageStore`` only reads, writes
+/// and deletes. Written canonically (``CanonicalJSON``), replaced atomically.
+///
+/// The file is `{"active","confirmed"?,"failed"?,"history","launches","trial"?,"unconfirmed"?}`:
+/// - `history` lists the versions that served and did not fail, oldest first: confirmed versions, and versions
+///   that were superseded while on trial without running out of launches. (Stores written before `unconfirmed`
+///   existed only ever put confirmed versions there, which reads the same.) A confirmed active version is in it;
+///   a trial is not, until it is confirmed or superseded.
+/// - `unconfirmed` names the history entries that served only on trial (omitted when empty).
+/// - `failed` names versions whose trial ran out of launches or that a rollback left (omitted when empty); no rule
+///   chooses them again by itself.
+/// - `confirmed` is the newest confirmed entry of `history`; it is written for readers and derived when read.
 public struct PackageState: Equatable, Sendable {
     /// The version served.
     public var active: SemanticVersion
-    /// The last version confirmed; nil until a first version is confirmed.
-    public var confirmed: SemanticVersion?
     /// The active version while it is on trial (then equal to ``active``).
     public var trial: SemanticVersion?
     /// Launches counted since the trial began.
     public var launches: Int
-    /// Confirmed versions, oldest first, each once (confirming again moves a version to the end).
+    /// Versions that served and did not fail, oldest first, each once.
     public var history: [SemanticVersion]
+    /// The ``history`` entries that served only on trial.
+    public var unconfirmed: Set<SemanticVersion>
+    /// Versions never chosen again automatically.
+    public var failed: Set<SemanticVersion>
 
-    public init(active: SemanticVersion, confirmed: SemanticVersion?, trial: SemanticVersion?, launches: Int, history: [SemanticVersion]) {
+    public init(
+        active: SemanticVersion, trial: SemanticVersion?, launches: Int, history: [SemanticVersion],
+        unconfirmed: Set<SemanticVersion> = [], failed: Set<SemanticVersion> = []
+    ) {
         self.active = active
-        self.confirmed = confirmed
         self.trial = trial
         self.launches = launches
         self.history = history
+        self.unconfirmed = unconfirmed
+        self.failed = failed
     }
 
     public var isTrial: Bool { trial != nil }
 
-    /// Every version the state still refers to; the store keeps these and may drop the rest.
-    public var referencedVersions: Set<SemanticVersion> {
-        var versions = Set(history)
-        versions.insert(active)
-        if let confirmed { versions.insert(confirmed) }
-        if let trial { versions.insert(trial) }
-        return versions
-    }
-
-    /// The newest confirmed version other than the active one: where a rollback goes.
-    public var rollbackTarget: SemanticVersion? { history.last { $0 != active } }
+    /// The newest confirmed version (the active one when it is confirmed).
+    public var confirmed: SemanticVersion? { history.last { !unconfirmed.contains($0) } }
 
     var canonicalBytes: [UInt8] {
         var object: [String: CanonicalJSON] = [
@@ -48,16 +56,19 @@ public struct PackageState: Equatable, Sendable {
         ]
         if let confirmed { object["confirmed"] = .string(confirmed.description) }
         if let trial { object["trial"] = .string(trial.description) }
+        if !unconfirmed.isEmpty { object["unconfirmed"] = .array(unconfirmed.sorted().map { .string($0.description) }) }
+        if !failed.isEmpty { object["failed"] = .array(failed.sorted().map { .string($0.description) }) }
         return CanonicalJSON.object(object).bytes
     }
 
     static func decode(_ bytes: [UInt8], path: String) throws(StoreError) -> PackageState {
         struct Wire: Decodable {
             let active: SemanticVersion
-            let confirmed: SemanticVersion?
             let trial: SemanticVersion?
             let launches: Int
             let history: [SemanticVersion]
+            let unconfirmed: [SemanticVersion]?
+            let failed: [SemanticVersion]?
         }
         do {
             let wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
@@ -65,7 +76,19 @@ public struct PackageState: Equatable, Sendable {
             if let trial = wire.trial, trial != wire.active {
                 throw StoreError.corruptState(path: path, reason: "trial \(trial) is not the active version \(wire.active)")
             }
-            return PackageState(active: wire.active, confirmed: wire.confirmed, trial: wire.trial, launches: wire.launches, history: wire.history)
+            guard Set(wire.history).count == wire.history.count else {
+                throw StoreError.corruptState(path: path, reason: "history lists a version twice")
+            }
+            let failed = Set(wire.failed ?? [])
+            if let both = wire.history.first(where: failed.contains) {
+                throw StoreError.corruptState(path: path, reason: "\(both) is both in history and failed")
+            }
+            let unconfirmed = Set(wire.unconfirmed ?? [])
+            if let stray = unconfirmed.first(where: { !wire.history.contains($0) }) {
+                throw StoreError.corruptState(path: path, reason: "unconfirmed \(stray) is not in history")
+            }
+            return PackageState(
+                active: wire.active, trial: wire.trial, launches: wire.launches, history: wire.history, unconfirmed: unconfirmed, failed: failed)
         } catch let error as StoreError {
             throw error
         } catch {
@@ -89,6 +112,11 @@ public struct StoreLayout: Sendable {
     var staging: String { root + "/staging" }
     var packages: String { root + "/packages" }
     var pins: String { root + "/pins" }
+    /// Serialises taking a pin against deleting versions (see ``PackageStore/pin(_:)``).
+    var pinLock: String { pins + "/lock" }
+    /// One record per built-in package: the identity of the bundle last verified in full.
+    var builtIns: String { root + "/builtins" }
+    func builtInRecord(_ id: PackageID) -> String { builtIns + "/" + id.value + ".json" }
     func package(_ id: PackageID) -> String { packages + "/" + id.value }
     func versions(_ id: PackageID) -> String { package(id) + "/versions" }
     /// The folder of one installed version: its files plus `satchel.json` and `satchel.sig`.

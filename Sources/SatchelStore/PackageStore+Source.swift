@@ -6,16 +6,32 @@ import Glibc
 import Darwin
 #endif
 
-/// The store is the engine's package source: the active version of every package, a cheap change token,
-/// and pins that keep served versions out of gc's reach.
+/// The store is the engine's package source: the active version of every package (an installed folder, or a
+/// built-in bundle served from its archive), a cheap change token, and pins that keep served versions out of
+/// gc's reach.
 extension PackageStore: PackageSource {
     public func servedPackages() throws -> [ServedPackage] {
         var served: [ServedPackage] = []
         for id in try packageIDs() {
             guard let state = try state(of: id) else { continue }
-            served.append(ServedPackage(manifest: try installedManifest(id, state.active), folder: layout.version(id, state.active)))
+            if let builtIn = builtIns[id], builtIn.version == state.active {
+                served.append(ServedPackage(manifest: builtIn.manifest, files: .archive(builtIn.bundle)))
+            } else if FileSystem.isDirectory(layout.version(id, state.active)) {
+                served.append(ServedPackage(manifest: try installedManifest(id, state.active), folder: layout.version(id, state.active)))
+            }
+            // Otherwise the active version is nowhere (a built-in this store is no longer given): not served.
         }
         return served
+    }
+
+    /// Reads the active versions and pins them under the pin lock, which every deletion also takes: no version
+    /// can be deleted between being read as active and being pinned.
+    public func pinnedPackages() throws -> (packages: [ServedPackage], pin: any Sendable) {
+        let pinLock = try StoreLock(path: layout.pinLock)
+        defer { withExtendedLifetime(pinLock) {} }
+        let packages = try servedPackages()
+        pinningHook.withLock { $0 }?()
+        return (packages, try makePin(Self.installedVersions(packages)))
     }
 
     /// How long a token computed from the disk stays fresh. An engine in immediate mode asks for the token on
@@ -73,6 +89,37 @@ extension PackageStore: PackageSource {
     }
 
     public func pin(_ packages: [ServedPackage]) throws -> any Sendable {
-        try pin(Dictionary(packages.map { ($0.manifest.id, $0.manifest.version) }) { first, _ in first })
+        try pin(Self.installedVersions(packages))
+    }
+
+    /// The installed versions among served packages (a built-in has no folder to keep).
+    private static func installedVersions(_ packages: [ServedPackage]) -> [PackageID: SemanticVersion] {
+        Dictionary(packages.filter { $0.folder != nil }.map { ($0.manifest.id, $0.manifest.version) }) { first, _ in first }
+    }
+
+    // MARK: Pins
+
+    /// Records that a running engine serves these versions, so that gc, remove and recovery keep them. The pin
+    /// lasts until the returned value is released or the process dies (it is an flock, which the kernel drops).
+    public func pin(_ versions: [PackageID: SemanticVersion]) throws(StoreError) -> VersionPin {
+        let pinLock = try StoreLock(path: layout.pinLock)
+        defer { withExtendedLifetime(pinLock) {} }
+        return try makePin(versions)
+    }
+
+    /// Creates a pin; the caller holds the pin lock.
+    private func makePin(_ versions: [PackageID: SemanticVersion]) throws(StoreError) -> VersionPin {
+        try VersionPin(folder: layout.pins, versions: versions)
+    }
+
+    /// Pins whose owners are alive; pin files whose lock is free belong to dead processes and are removed.
+    func livePins() -> [PackageID: Set<SemanticVersion>] {
+        var result: [PackageID: Set<SemanticVersion>] = [:]
+        for name in FileSystem.list(layout.pins) where name.hasSuffix(".pin") {
+            let path = layout.pins + "/" + name
+            guard let versions = VersionPin.readIfHeld(path) else { continue }
+            for (id, version) in versions { result[id, default: []].insert(version) }
+        }
+        return result
     }
 }

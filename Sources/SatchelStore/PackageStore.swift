@@ -8,18 +8,24 @@ import Glibc
 import Darwin
 #endif
 
-/// How a store checks what it installs and how patient it is with trials.
+/// How a store checks what it installs, how patient it is with trials, and which bundles the app ships.
 public struct StoreConfiguration: Sendable {
-    /// When not empty, every bundle must be signed by one of these keys; unsigned bundles are refused.
+    /// When not empty, every bundle must be signed by one of these keys; unsigned bundles are refused (built-ins
+    /// included).
     public var trustedKeys: [VerifyingKey]
     /// Launches a trial may have without being confirmed; the next launch rolls it back.
     public var maxTrialLaunches: Int
     public var archiveLimits: ArchiveLimits
+    /// Built-in bundles: zip bundle files, or folders whose `*.zip` files are bundles, shipped read-only with the
+    /// app. Each is the floor of its package: served (straight from the archive, never extracted) when nothing
+    /// newer is installed or everything newer failed, and always somewhere for a rollback to go.
+    public var builtIns: [String]
 
-    public init(trustedKeys: [VerifyingKey] = [], maxTrialLaunches: Int = 3, archiveLimits: ArchiveLimits = .default) {
+    public init(trustedKeys: [VerifyingKey] = [], maxTrialLaunches: Int = 3, archiveLimits: ArchiveLimits = .default, builtIns: [String] = []) {
         self.trustedKeys = trustedKeys
         self.maxTrialLaunches = maxTrialLaunches
         self.archiveLimits = archiveLimits
+        self.builtIns = builtIns
     }
 }
 
@@ -36,10 +42,12 @@ public struct InstallResult: Sendable, Equatable, Codable {
     public var extracted: Bool
     /// Set when the bundle was a delta: how the new version was assembled from the installed base.
     public var delta: DeltaApplied?
+    /// True when the bundle is the app's built-in version: nothing was extracted, the built-in serves.
+    public var builtIn: Bool?
 }
 
 /// How a delta became a full version: files written from the delta, and unchanged files taken from the base
-/// by hard link (or by copy where the file system cannot link).
+/// by hard link (or by copy where the file system cannot link, and always from a built-in base's archive).
 public struct DeltaApplied: Sendable, Equatable, Codable {
     public var from: String
     public var written: Int
@@ -58,7 +66,7 @@ public struct LaunchReport: Sendable, Equatable, Codable {
     /// Trials still running, with the launch count they have reached.
     public var trials: [String: Int]
     public var rolledBack: [TrialRollback]
-    /// Trials past their limit that have no confirmed version to fall back to; they stay active.
+    /// Trials past their limit with nothing to fall back to; they are marked failed but stay active.
     public var exhaustedWithoutFallback: [String]
 }
 
@@ -66,10 +74,19 @@ public struct LaunchReport: Sendable, Equatable, Codable {
 public struct InstalledPackage: Sendable, Equatable, Codable {
     public var id: String
     public var active: String
+    /// `trial`, `confirmed`, or `built-in` when the app's built-in bundle serves.
     public var state: String
     public var launches: Int
     public var confirmed: String?
+    /// Where a rollback (or a failed trial) would go.
+    public var fallback: String?
+    /// Versions that failed (a trial ran out, or a rollback left them); kept on disk until gc.
+    public var failed: [String]
+    /// Installed versions other than the active one.
     public var otherVersions: [String]
+    /// The app's built-in version of this package, and its bundle.
+    public var builtIn: String?
+    public var builtInBundle: String?
     public var hosts: [String]
     public var pathPrefix: String
     public var fileCount: Int
@@ -78,7 +95,7 @@ public struct InstalledPackage: Sendable, Equatable, Codable {
 
 /// A difference between an active version on disk and its manifest.
 public struct CheckProblem: Sendable, Equatable, Codable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Codable { case missing, sizeMismatch, hashMismatch, unexpected, unreadable, signature }
+    public enum Kind: String, Sendable, Codable { case missing, sizeMismatch, hashMismatch, unexpected, unreadable, signature, builtInRefused }
     public var id: String
     public var version: String
     public var path: String
@@ -97,8 +114,13 @@ public struct CheckProblem: Sendable, Equatable, Codable, CustomStringConvertibl
 /// - opening a store recovers: stale staging folders, temporary state files, unreferenced versions and
 ///   half-deleted trees are removed (versions that a running engine has pinned are kept).
 ///
+/// Which version serves, what a failed trial falls back to and what stays on disk are decided by pure rules on
+/// ``PackageState`` (`PackageState+Rules.swift`); the store reads, applies them and writes. Built-in bundles
+/// (``StoreConfiguration/builtIns``) are the floor under every package and are served from their archives.
+///
 /// Mutations hold an exclusive `flock` on `<store>/lock`, so installers in different processes take turns;
-/// readers read `state.json`, which is never partially written.
+/// readers read `state.json`, which is never partially written. Taking a pin and deleting a version are
+/// serialised by a second, short lock (`pins/lock`), so an engine never pins a version that is being deleted.
 public final class PackageStore: Sendable {
     public let layout: StoreLayout
     public let configuration: StoreConfiguration
@@ -109,6 +131,12 @@ public final class PackageStore: Sendable {
     let recentToken = Locked<(token: [Int64], at: UInt64, switches: Int)?>(nil)
     /// State switches made through this object; a change made here invalidates the cached token at once.
     let stateSwitches = Locked(0)
+    /// The built-in packages served, by id.
+    let builtIns: [PackageID: BuiltInPackage]
+    /// Built-in bundles that were not accepted, and why.
+    public let builtInRefusals: [BuiltInRefusal]
+    /// Test-only: runs while ``pinnedPackages()`` holds the pin lock, between reading and pinning.
+    let pinningHook = Locked<(@Sendable () -> Void)?>(nil)
 
     /// Opens (creating when missing) the store at `root`, and recovers from any interrupted operation.
     public init(root: String, configuration: StoreConfiguration = StoreConfiguration()) throws(StoreError) {
@@ -127,6 +155,21 @@ public final class PackageStore: Sendable {
             for folder in [layout.staging, layout.packages, layout.pins] { try FileSystem.makeDirectory(folder) }
             try FileSystem.writeAtomically(CanonicalJSON.object(["layout": .integer(Int64(StoreLayout.version))]).bytes, to: layout.storeFile)
         }
+        var loaded = try BuiltIns.load(configuration.builtIns, configuration: configuration, layout: layout)
+        // A built-in may not claim what another installed package already serves.
+        for (id, builtIn) in loaded.packages.sorted(by: { $0.key < $1.key }) {
+            for other in FileSystem.list(layout.packages).compactMap({ try? PackageID($0) }) where other != id {
+                guard let stored = try? PackageState.decode(FileSystem.read(layout.state(other)), path: layout.state(other)),
+                    let manifest = try? Self.readManifest(layout.version(other, stored.active)),
+                    let conflict = BuiltIns.scopeConflict(builtIn.manifest, manifest)
+                else { continue }
+                loaded.packages[id] = nil
+                loaded.refusals.append(BuiltIns.refusal(builtIn.bundle, conflict))
+                break
+            }
+        }
+        builtIns = loaded.packages
+        builtInRefusals = loaded.refusals
         try recover(holding: lock)
     }
 
@@ -134,11 +177,16 @@ public final class PackageStore: Sendable {
 
     /// Installs a bundle as the new active version of its package, on trial.
     ///
-    /// - Parameter expectedSHA256: the bundle file's own hash when known (`--sha256`, the catalog); checked
-    ///   before anything else is read.
+    /// - Parameters:
+    ///   - expectedSHA256: the bundle file's own hash when known (`--sha256`, the catalog); checked before anything
+    ///     else is read.
+    ///   - retryingFailed: install a version that failed here before (its trial ran out, or a rollback left it).
+    ///     Only an explicit choice does (`satchel install`); an automatic one (the updater) is refused with
+    ///     ``StoreError/failedBefore(id:version:)``, so a crashing release is not brought back by the next update.
     @discardableResult
-    public func install(bundle path: String, expectedSHA256: String? = nil) throws(StoreError) -> InstallResult {
+    public func install(bundle path: String, expectedSHA256: String? = nil, retryingFailed: Bool = false) throws(StoreError) -> InstallResult {
         let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
         if let expected = expectedSHA256?.lowercased() {
             let actual = try Self.sha256(ofFile: path)
             guard actual == expected else { throw .bundleChecksumMismatch(expected: expected, actual: actual) }
@@ -148,17 +196,36 @@ public final class PackageStore: Sendable {
             throw .invalidBundle(error)
         }
         let manifest = reader.manifest
+        let id = manifest.id
         try checkScope(of: manifest)
-        let previous = try state(of: manifest.id)
+        let stored = try storedState(of: id)
+        let builtIn = builtIns[id]
+        let previous = PackageState.effective(stored: stored, builtIn: builtIn?.version)
+        if let previous, previous.failed.contains(manifest.version), !retryingFailed {
+            throw .failedBefore(id: id.value, version: manifest.version.description)
+        }
+        // The rules decide before anything is extracted: a version below the built-in is refused here.
+        var available = availability(of: id)
+        available.installed.insert(manifest.version)
+        var next = previous ?? .firstInstall(manifest.version)
+        if previous != nil { try apply(id) { () throws(StateRefusal) in try next.install(manifest.version, in: available) } }
         FaultInjection.checkpoint("verify")
 
-        let target = layout.version(manifest.id, manifest.version)
+        let target = layout.version(id, manifest.version)
         var extracted = false
         var applied: DeltaApplied?
-        if FileSystem.isDirectory(target) {
+        if let builtIn, builtIn.version == manifest.version {
+            // The app's own built-in version: nothing to extract, the archive serves it; other content under the
+            // same number is refused, since two different packages must not share a version number.
+            guard builtIn.manifest.contentHash == manifest.contentHash else {
+                throw .invalidBundle(.manifest(.invalidField(FieldError(
+                    field: "version", value: manifest.version.description,
+                    reason: "is the app's built-in version with different content (contentHash \(builtIn.manifest.contentHash))"))))
+            }
+        } else if FileSystem.isDirectory(target) {
             // The same version again: fine if it is the same content (an interrupted update retried), refused
             // if it differs, since two different packages must not share a version number.
-            let existing = try installedManifest(manifest.id, manifest.version)
+            let existing = try installedManifest(id, manifest.version)
             guard existing.contentHash == manifest.contentHash else {
                 throw .invalidBundle(.manifest(.invalidField(FieldError(
                     field: "version", value: manifest.version.description,
@@ -171,28 +238,19 @@ public final class PackageStore: Sendable {
             try extract(reader, into: target)
             extracted = true
         }
-        if previous?.active == manifest.version {
-            return result(manifest, previous: previous, extracted: extracted, delta: applied)
-        }
-        let next = PackageState(
-            active: manifest.version, confirmed: previous?.confirmed, trial: manifest.version, launches: 0,
-            history: previous?.history ?? [])
+        let result = InstallResult(
+            id: id.value, version: manifest.version.description, fileCount: manifest.files.count,
+            bytes: manifest.totalSize, contentHash: manifest.contentHash, previous: previous?.active.description,
+            extracted: extracted, delta: applied, builtIn: builtIn?.version == manifest.version ? true : nil)
+        if next == stored || (stored == nil && next == previous) { return result }
         do {
-            try writeState(next, for: manifest.id)
+            try writeState(next, for: id)
         } catch {
             if extracted { try? discard(target) }
-            if previous == nil { try? discard(layout.package(manifest.id)) }
+            if stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try? discard(layout.package(id)) }
             throw error
         }
-        withExtendedLifetime(lock) {}
-        return result(manifest, previous: previous, extracted: extracted, delta: applied)
-    }
-
-    private func result(_ manifest: Manifest, previous: PackageState?, extracted: Bool, delta: DeltaApplied?) -> InstallResult {
-        InstallResult(
-            id: manifest.id.value, version: manifest.version.description, fileCount: manifest.files.count,
-            bytes: manifest.totalSize, contentHash: manifest.contentHash, previous: previous?.active.description,
-            extracted: extracted, delta: delta)
+        return result
     }
 
     /// Streams the files into a new staging folder, makes them durable, and renames the folder into place.
@@ -209,10 +267,15 @@ public final class PackageStore: Sendable {
     private func applyDelta(_ reader: BundleReader, _ delta: DeltaManifest, into target: String) throws(StoreError) -> DeltaApplied {
         let manifest = reader.manifest
         let baseFolder = layout.version(manifest.id, delta.from)
-        guard FileSystem.isDirectory(baseFolder) else {
+        let builtInBase = builtIns[manifest.id].flatMap { $0.version == delta.from ? $0 : nil }
+        let base: Manifest
+        if FileSystem.isDirectory(baseFolder) {
+            base = try installedManifest(manifest.id, delta.from)
+        } else if let builtInBase {
+            base = builtInBase.manifest
+        } else {
             throw .deltaBaseNotInstalled(id: manifest.id.value, version: delta.from.description)
         }
-        let base = try installedManifest(manifest.id, delta.from)
         do { try delta.check(base: base, target: manifest) } catch { throw .deltaMismatch(error) }
         let baseFiles = Dictionary(uniqueKeysWithValues: base.files.map { ($0.path, $0) })
         var applied = DeltaApplied(from: delta.from.description, written: 0, linked: 0, copied: 0)
@@ -226,7 +289,13 @@ public final class PackageStore: Sendable {
                     throw .invalidBundle(.missingFile(file.path.value))
                 }
                 let destination = try sink.prepare(file)
-                if try FileSystem.linkOrCopy(baseFolder + "/" + file.path.value, to: destination) { applied.linked += 1 } else { applied.copied += 1 }
+                if FileSystem.isDirectory(baseFolder) {
+                    if try FileSystem.linkOrCopy(baseFolder + "/" + file.path.value, to: destination) { applied.linked += 1 } else { applied.copied += 1 }
+                } else if let builtInBase {
+                    // A built-in lives in the app's archive: its unchanged files are copied out (decoded when deflated).
+                    try Self.copy(file, from: builtInBase.bundle, to: destination)
+                    applied.copied += 1
+                }
                 taken.append((file, destination))
             }
             if let damaged = try Self.firstMismatch(taken) {
@@ -234,6 +303,20 @@ public final class PackageStore: Sendable {
             }
         }
         return applied
+    }
+
+    /// Writes one file of a bundle served in place to a new file; its hash is checked afterwards with the rest.
+    private static func copy(_ file: FileRecord, from bundle: InPlaceBundle, to destination: String) throws(StoreError) {
+        let reader: ZipEntryReader
+        do { reader = try bundle.reader(for: file) } catch { throw .invalidBundle(error) }
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard output >= 0 else { throw .system("create", destination) }
+        defer { close(output) }
+        while !reader.isAtEnd {
+            let chunk: [UInt8]
+            do { chunk = try reader.read(upTo: 256 << 10) } catch { throw .invalidBundle(.archive(error)) }
+            try FileSystem.writeAll(output, chunk, path: destination)
+        }
     }
 
     /// Hashes files on every core (the one CPU cost of a delta install) and returns the first, in manifest
@@ -298,7 +381,7 @@ public final class PackageStore: Sendable {
                 try FileSystem.writeAtomically(signature, to: staging + "/" + Manifest.signatureFileName)
             }
             FaultInjection.checkpoint("durability")
-            try FileSystem.syncFileSystem(containing: staging, files: sink.writtenFiles)
+            try FileSystem.syncFileSystem(containing: staging, entries: sink.createdEntries + [staging])
             FaultInjection.checkpoint("rename")
             try FileSystem.makeDirectories(layout.versions(manifest.id))
             guard rename(staging, target) == 0 else { throw StoreError.system("rename", staging) }
@@ -309,288 +392,52 @@ public final class PackageStore: Sendable {
         }
     }
 
-    /// Two packages with different ids may not claim the same host with the same path prefix.
+    /// Two packages with different ids may not claim the same host with the same path prefix (built-ins included).
     private func checkScope(of manifest: Manifest) throws(StoreError) {
         for other in try packageIDs() where other != manifest.id {
-            guard let state = try state(of: other) else { continue }
-            let scope = try installedManifest(other, state.active).scope
-            guard scope.pathPrefix == manifest.scope.pathPrefix else { continue }
+            guard let scope = try activeManifest(of: other)?.scope, scope.pathPrefix == manifest.scope.pathPrefix else { continue }
             if let host = manifest.scope.hosts.first(where: { scope.hosts.contains($0) }) {
                 throw .scopeConflict(id: manifest.id.value, otherID: other.value, host: host.value, pathPrefix: scope.pathPrefix.value)
             }
         }
     }
 
-    // MARK: Activation, trial, rollback
-
-    /// Makes an installed version active. A version confirmed before is active as confirmed; any other is on trial.
-    public func activate(_ id: PackageID, _ version: SemanticVersion) throws(StoreError) {
-        let lock = try StoreLock(path: layout.lockFile)
-        guard var state = try state(of: id) else { throw .packageNotInstalled(id.value) }
-        guard FileSystem.isDirectory(layout.version(id, version)) else { throw .versionNotInstalled(id: id.value, version: version.description) }
-        guard state.active != version else { return }
-        state.active = version
-        state.trial = state.history.contains(version) ? nil : version
-        state.launches = 0
-        try writeState(state, for: id)
-        withExtendedLifetime(lock) {}
-    }
-
-    /// Confirms the trial: the active version becomes the one to fall back to.
-    @discardableResult
-    public func confirm(_ id: PackageID) throws(StoreError) -> PackageState {
-        let lock = try StoreLock(path: layout.lockFile)
-        guard var state = try state(of: id) else { throw .packageNotInstalled(id.value) }
-        guard state.isTrial else { throw .notInTrial(id: id.value) }
-        state.trial = nil
-        state.launches = 0
-        state.confirmed = state.active
-        state.history.removeAll { $0 == state.active }
-        state.history.append(state.active)
-        try writeState(state, for: id)
-        withExtendedLifetime(lock) {}
-        return state
-    }
-
-    /// Returns to the last confirmed version before the active one. The versions rolled back from leave the
-    /// history, so a second rollback goes further back rather than forth again.
-    @discardableResult
-    public func rollback(_ id: PackageID) throws(StoreError) -> PackageState {
-        let lock = try StoreLock(path: layout.lockFile)
-        guard var state = try state(of: id) else { throw .packageNotInstalled(id.value) }
-        try rollBack(&state, id: id)
-        try writeState(state, for: id)
-        withExtendedLifetime(lock) {}
-        return state
-    }
-
-    private func rollBack(_ state: inout PackageState, id: PackageID) throws(StoreError) {
-        guard let target = state.rollbackTarget, let index = state.history.lastIndex(of: target) else {
-            throw .noEarlierConfirmedVersion(id: id.value)
-        }
-        state.history.removeSubrange((index + 1)...)
-        state.active = target
-        state.confirmed = target
-        state.trial = nil
-        state.launches = 0
-    }
-
-    /// Counts one launch of every trial; a trial past ``StoreConfiguration/maxTrialLaunches`` is rolled back
-    /// to its confirmed version, persistently, so a crash loop ends even if the app never gets to confirm.
-    /// Apps call this once at start (`satchel launch` and `satchel serve` do too); reading never counts.
-    public func beginLaunch() throws(StoreError) -> LaunchReport {
-        let lock = try StoreLock(path: layout.lockFile)
-        var report = LaunchReport(trials: [:], rolledBack: [], exhaustedWithoutFallback: [])
-        for id in try packageIDs() {
-            guard var state = try state(of: id), let trial = state.trial else { continue }
-            state.launches += 1
-            if state.launches > configuration.maxTrialLaunches {
-                if state.rollbackTarget != nil {
-                    try rollBack(&state, id: id)
-                    report.rolledBack.append(TrialRollback(id: id.value, from: trial.description, to: state.active.description))
-                } else {
-                    report.exhaustedWithoutFallback.append(id.value)
-                }
-            } else {
-                report.trials[id.value] = state.launches
-            }
-            try writeState(state, for: id)
-        }
-        withExtendedLifetime(lock) {}
-        return report
-    }
-
-    // MARK: Removal and garbage collection
-
-    /// Removes one inactive version, or (without `version`) the whole package.
-    public func remove(_ id: PackageID, version: SemanticVersion? = nil) throws(StoreError) {
-        let lock = try StoreLock(path: layout.lockFile)
-        guard var state = try state(of: id) else { throw .packageNotInstalled(id.value) }
-        guard let version else {
-            try discard(layout.package(id))
-            return
-        }
-        guard FileSystem.isDirectory(layout.version(id, version)) else { throw .versionNotInstalled(id: id.value, version: version.description) }
-        guard version != state.active else { throw .activeVersion(id: id.value, version: version.description) }
-        state.history.removeAll { $0 == version }
-        if state.confirmed == version { state.confirmed = state.history.last }
-        try writeState(state, for: id)
-        try discard(layout.version(id, version))
-        withExtendedLifetime(lock) {}
-    }
-
-    /// Removes every version that is not active, the last confirmed, a trial, pinned by a running engine, or
-    /// among the `keep` most recent other confirmed versions.
-    /// - Returns: the removed versions, as `id@version`.
-    public func collectGarbage(keep: Int = 0) throws(StoreError) -> [String] {
-        let lock = try StoreLock(path: layout.lockFile)
-        let pinned = livePins()
-        var removed: [String] = []
-        for id in try packageIDs() {
-            guard var state = try state(of: id) else { continue }
-            var keepSet: Set<SemanticVersion> = [state.active]
-            if let confirmed = state.confirmed { keepSet.insert(confirmed) }
-            if let trial = state.trial { keepSet.insert(trial) }
-            keepSet.formUnion(pinned[id] ?? [])
-            let others = state.history.filter { !keepSet.contains($0) }
-            keepSet.formUnion(others.suffix(max(0, keep)))
-            let doomed = installedVersions(of: id).filter { !keepSet.contains($0) }
-            guard !doomed.isEmpty else { continue }
-            state.history.removeAll { doomed.contains($0) }
-            try writeState(state, for: id)
-            for version in doomed {
-                FaultInjection.checkpoint("gc")
-                try discard(layout.version(id, version))
-                removed.append("\(id)@\(version)")
-            }
-        }
-        withExtendedLifetime(lock) {}
-        return removed
-    }
-
-    // MARK: Reading
-
-    /// The ids of the installed packages.
-    public func packageIDs() throws(StoreError) -> [PackageID] {
-        FileSystem.list(layout.packages).compactMap { try? PackageID($0) }
-    }
-
-    /// A package's state, or nil when it is not installed.
-    public func state(of id: PackageID) throws(StoreError) -> PackageState? {
-        let path = layout.state(id)
-        guard FileSystem.exists(path) else { return nil }
-        return try PackageState.decode(try FileSystem.read(path), path: path)
-    }
-
-    /// The manifest of an installed version, read from its folder.
-    public func installedManifest(_ id: PackageID, _ version: SemanticVersion) throws(StoreError) -> Manifest {
-        let path = layout.version(id, version) + "/" + Manifest.fileName
-        let bytes = try FileSystem.read(path)
-        do { return try Manifest.decode(bytes) } catch { throw .corruptState(path: path, reason: error.description) }
-    }
-
-    /// Versions with a folder on disk, oldest first.
-    public func installedVersions(of id: PackageID) -> [SemanticVersion] {
-        FileSystem.list(layout.versions(id)).compactMap { try? SemanticVersion($0) }.sorted()
-    }
-
-    /// Every installed package, for `satchel list`.
-    public func list() throws(StoreError) -> [InstalledPackage] {
-        var packages: [InstalledPackage] = []
-        for id in try packageIDs() {
-            guard let state = try state(of: id) else { continue }
-            let manifest = try installedManifest(id, state.active)
-            packages.append(InstalledPackage(
-                id: id.value, active: state.active.description, state: state.isTrial ? "trial" : "confirmed",
-                launches: state.launches, confirmed: state.confirmed?.description,
-                otherVersions: installedVersions(of: id).filter { $0 != state.active }.map(\.description),
-                hosts: manifest.scope.hosts.map(\.value), pathPrefix: manifest.scope.pathPrefix.value,
-                fileCount: manifest.files.count, bytes: manifest.totalSize))
-        }
-        return packages
-    }
-
-    /// Re-verifies every file of every active version against its manifest (size and SHA-256), that the
-    /// folder holds nothing else, and the signature when keys are trusted.
-    public func check() throws(StoreError) -> [CheckProblem] {
-        var problems: [CheckProblem] = []
-        for id in try packageIDs() {
-            guard let state = try state(of: id) else { continue }
-            let folder = layout.version(id, state.active)
-            let manifest = try installedManifest(id, state.active)
-            func problem(_ path: String, _ kind: CheckProblem.Kind) {
-                problems.append(CheckProblem(id: id.value, version: state.active.description, path: path, kind: kind))
-            }
-            var expected = Set(manifest.files.map(\.path.value))
-            expected.insert(Manifest.fileName)
-            expected.insert(Manifest.signatureFileName)
-            for file in manifest.files {
-                let path = folder + "/" + file.path.value
-                guard FileSystem.exists(path) else {
-                    problem(file.path.value, .missing)
-                    continue
-                }
-                guard let (size, digest) = try? Self.sha256AndSize(ofFile: path) else {
-                    problem(file.path.value, .unreadable)
-                    continue
-                }
-                if size != file.size { problem(file.path.value, .sizeMismatch) } else if digest != file.sha256 { problem(file.path.value, .hashMismatch) }
-            }
-            for path in Self.allFiles(under: folder) where !expected.contains(path) { problem(path, .unexpected) }
-            if !configuration.trustedKeys.isEmpty {
-                let signature = (try? FileSystem.read(folder + "/" + Manifest.signatureFileName)).flatMap { try? Signature(base64: String(decoding: $0, as: UTF8.self)) }
-                let manifestBytes = try FileSystem.read(folder + "/" + Manifest.fileName)
-                if signature.map({ s in configuration.trustedKeys.contains { $0.isValid(s, for: manifestBytes) } }) != true {
-                    problem(Manifest.signatureFileName, .signature)
-                }
-            }
-        }
-        return problems
-    }
-
-    // MARK: Pins
-
-    /// Records that a running engine serves these versions, so that gc and recovery keep them. The pin lasts
-    /// until the returned value is released or the process dies (it is an flock, which the kernel drops).
-    public func pin(_ versions: [PackageID: SemanticVersion]) throws(StoreError) -> VersionPin {
-        try VersionPin(folder: layout.pins, versions: versions)
-    }
-
-    /// Pins whose owners are alive; stale pin files are removed on the way.
-    func livePins() -> [PackageID: Set<SemanticVersion>] {
-        var result: [PackageID: Set<SemanticVersion>] = [:]
-        for name in FileSystem.list(layout.pins) where name.hasSuffix(".pin") {
-            let path = layout.pins + "/" + name
-            guard let versions = VersionPin.readIfHeld(path) else { continue }
-            for (id, version) in versions { result[id, default: []].insert(version) }
-        }
-        return result
-    }
-
-    // MARK: Recovery
-
-    /// Brings the store back to a consistent state after a crash at any instant. Runs under the lock.
-    private func recover(holding lock: StoreLock) throws(StoreError) {
-        for name in FileSystem.list(layout.staging) { try FileSystem.removeTree(layout.staging + "/" + name) }
-        let pinned = livePins()
-        for name in FileSystem.list(layout.packages) {
-            let folder = layout.packages + "/" + name
-            guard let id = try? PackageID(name) else { continue }
-            for file in FileSystem.list(folder) where file.hasSuffix(".tmp") { try FileSystem.removeTree(folder + "/" + file) }
-            guard let state = try state(of: id) else {
-                // A first install killed before its state was written never became visible.
-                try discard(folder)
-                continue
-            }
-            let keep = state.referencedVersions.union(pinned[id] ?? [])
-            for version in FileSystem.list(layout.versions(id)) {
-                let path = layout.versions(id) + "/" + version
-                if version.hasSuffix(".tmp") { try FileSystem.removeTree(path); continue }
-                if let parsed = try? SemanticVersion(version), keep.contains(parsed) { continue }
-                try discard(path)
-            }
-        }
-        for name in FileSystem.list(layout.root) where name.hasSuffix(".tmp") { try FileSystem.removeTree(layout.root + "/" + name) }
-        withExtendedLifetime(lock) {}
-    }
-
     // MARK: Helpers
 
-    private func writeState(_ state: PackageState, for id: PackageID) throws(StoreError) {
+    func writeState(_ state: PackageState, for id: PackageID) throws(StoreError) {
         try FileSystem.makeDirectories(layout.package(id))
         defer { stateSwitches.withLock { $0 += 1 } }
         try FileSystem.writeAtomically(state.canonicalBytes, to: layout.state(id)) { FaultInjection.checkpoint("switch") }
     }
 
+    /// Writes the state a rule produced, unless nothing changed. A package that only its built-in provides
+    /// keeps having no state file until something is installed or chosen.
+    func persist(_ state: PackageState, for id: PackageID, stored: PackageState?, effective: PackageState?) throws(StoreError) {
+        if let stored, stored == state { return }
+        if stored == nil, state == effective { return }
+        try writeState(state, for: id)
+    }
+
+    /// Applies a rule, naming the package in the error it refuses with.
+    func apply<T>(_ id: PackageID, _ rule: () throws(StateRefusal) -> T) throws(StoreError) -> T {
+        do { return try rule() } catch { throw StoreError(refusal: error, id: id) }
+    }
+
     /// Removes a tree so that a crash half-way leaves nothing visible: first one atomic rename into
     /// `staging/` (cleared by recovery), then the slow deletion.
-    private func discard(_ path: String) throws(StoreError) {
+    func discard(_ path: String) throws(StoreError) {
         guard FileSystem.exists(path) else { return }
+        let trash = try moveToTrash(path)
+        FaultInjection.checkpoint("trash")
+        try FileSystem.removeTree(trash)
+    }
+
+    /// The atomic half of ``discard(_:)``: renames the tree into `staging/` and returns where it went.
+    func moveToTrash(_ path: String) throws(StoreError) -> String {
         let trash = layout.staging + "/" + FileSystem.randomName("trash")
         guard rename(path, trash) == 0 else { throw .system("rename", path) }
         try FileSystem.syncDirectory(FileSystem.parent(of: path))
-        FaultInjection.checkpoint("trash")
-        try FileSystem.removeTree(trash)
+        return trash
     }
 
     static func sha256(ofFile path: String) throws(StoreError) -> String { try sha256AndSize(ofFile: path).1 }

@@ -15,7 +15,10 @@ final class StagingSink: BundleFileSink {
     private var descriptor: Int32 = -1
     private var currentPath = ""
     private var folders = Set<String>()
-    private(set) var writtenFiles: [String] = []
+    /// Every file and folder created, for the durability step where `syncfs` is missing (Apple platforms): files
+    /// written here and files a delta links or copies in alike, and their folders.
+    private(set) var createdEntries: [String] = []
+    private var filesWritten = 0
     /// After this many files the test-only "extract" checkpoint fires, half-way through.
     private let checkpointAfter: Int
 
@@ -30,13 +33,17 @@ final class StagingSink: BundleFileSink {
         guard descriptor >= 0 else { throw StoreError.system("create", currentPath) }
     }
 
-    /// Creates the file's parent folders and returns where it goes. A delta install calls this for the files
-    /// it links from the base; the path is recorded for the durability step.
+    /// Creates the file's parent folders and returns where it goes, recording both for the durability step.
+    /// A delta install calls this for the files it links or copies from the base, which never pass through
+    /// ``begin(_:)``; recording here is what makes those durable too.
     func prepare(_ file: FileRecord) throws(StoreError) -> String {
         for folder in file.path.parentFolders where folders.insert(folder).inserted {
             try FileSystem.makeDirectory(root + "/" + folder)
+            createdEntries.append(root + "/" + folder)
         }
-        return root + "/" + file.path.value
+        let path = root + "/" + file.path.value
+        createdEntries.append(path)
+        return path
     }
 
     func write(_ chunk: UnsafeRawBufferPointer) throws {
@@ -47,8 +54,8 @@ final class StagingSink: BundleFileSink {
         let status = close(descriptor)
         descriptor = -1
         guard status == 0 else { throw StoreError.system("close", currentPath) }
-        writtenFiles.append(currentPath)
-        if writtenFiles.count == checkpointAfter { FaultInjection.checkpoint("extract") }
+        filesWritten += 1
+        if filesWritten == checkpointAfter { FaultInjection.checkpoint("extract") }
     }
 
     deinit {

@@ -23,9 +23,18 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case baseFileDamaged(id: String, version: String, path: String)
     case packageNotInstalled(String)
     case versionNotInstalled(id: String, version: String)
+    /// Nothing earlier served without failing, and there is no built-in to return to.
     case noEarlierConfirmedVersion(id: String)
     case notInTrial(id: String)
     case activeVersion(id: String, version: String)
+    /// The version is older than the app's built-in version of the package, which is the floor.
+    case olderThanBuiltIn(id: String, version: String, builtIn: String)
+    /// Built-ins belong to the app and are read-only.
+    case builtInReadOnly(id: String, version: String)
+    /// The rule keeps this version: what the active version falls back to, or the newest confirmed one.
+    case keptByRule(id: String, version: String, reason: StateRefusal.KeepReason)
+    /// The version failed here (its trial ran out, or a rollback left it); only an explicit reinstall brings it back.
+    case failedBefore(id: String, version: String)
     case diskFull(path: String)
     case io(operation: String, path: String, errno: Int32)
     case corruptState(path: String, reason: String)
@@ -44,14 +53,38 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "installed \(id) \(version) has a damaged file \(path.debugDescription), so the delta cannot use it; install the full bundle"
         case .packageNotInstalled(let id): "package \(id) is not installed"
         case .versionNotInstalled(let id, let version): "package \(id) has no installed version \(version)"
-        case .noEarlierConfirmedVersion(let id): "package \(id) has no earlier confirmed version to roll back to"
+        case .noEarlierConfirmedVersion(let id):
+            "package \(id) has no earlier version to roll back to (none served without failing, and the app has no built-in one)"
         case .notInTrial(let id): "package \(id) is not in trial; nothing to confirm"
         case .activeVersion(let id, let version): "version \(version) of \(id) is active; remove the whole package or activate another version first"
+        case .olderThanBuiltIn(let id, let version, let builtIn):
+            "\(id) \(version) is older than the app's built-in \(id) \(builtIn), which is the floor; nothing older than it is served"
+        case .builtInReadOnly(let id, let version): "\(id) \(version) is built into the app; built-ins are read-only and cannot be removed"
+        case .keptByRule(let id, let version, .fallback):
+            "version \(version) of \(id) is what \(id) falls back to if the active version fails; confirm or replace the active version first"
+        case .failedBefore(let id, let version):
+            "\(id) \(version) failed on this device (its trial ran out or a rollback left it); it is not installed again automatically"
+        case .keptByRule(let id, let version, .lastConfirmed):
+            "version \(version) of \(id) is its newest confirmed version, kept until a newer one is confirmed"
         case .diskFull(let path): "disk full while writing \(path); the store is unchanged"
         case .io(let operation, let path, let code): "\(operation) \(path) failed: \(String(cString: strerror(code)))"
         case .corruptState(let path, let reason): "store state \(path) is unreadable: \(reason)"
         case .unsupportedLayout(let path, let layout): "store \(path) has layout \(layout); this Satchel reads layout \(StoreLayout.version)"
         case .invalidArgument(let error): "\(error)"
+        }
+    }
+
+    /// A refusal of the state rules, for package `id`.
+    init(refusal: StateRefusal, id: PackageID) {
+        switch refusal {
+        case .notOnTrial: self = .notInTrial(id: id.value)
+        case .noFallback: self = .noEarlierConfirmedVersion(id: id.value)
+        case .belowBuiltIn(let version, let builtIn):
+            self = .olderThanBuiltIn(id: id.value, version: version.description, builtIn: builtIn.description)
+        case .unavailable(let version): self = .versionNotInstalled(id: id.value, version: version.description)
+        case .active(let version): self = .activeVersion(id: id.value, version: version.description)
+        case .builtIn(let version): self = .builtInReadOnly(id: id.value, version: version.description)
+        case .kept(let version, let reason): self = .keptByRule(id: id.value, version: version.description, reason: reason)
         }
     }
 

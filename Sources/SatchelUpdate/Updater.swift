@@ -141,6 +141,10 @@ public struct Updater: Sendable {
         case .upToDate(_, let version):
             return UpdateOutcome(id: id.value, action: .upToDate, from: version.description, to: version.description, via: nil, downloadedBytes: 0, resumed: false)
         case .install(let entry, let delta, let replacing):
+            // A version that failed here is not brought back automatically (the store would refuse it anyway).
+            if (try? store.state(of: id))??.failed.contains(entry.version) == true {
+                throw .store(.failedBefore(id: id.value, version: entry.version.description))
+            }
             var outcome = UpdateOutcome(
                 id: id.value, action: .installed, from: replacing?.description, to: entry.version.description, via: nil,
                 downloadedBytes: 0, resumed: false)

@@ -24,6 +24,10 @@ enum Output {
         FileHandle.standardError.write(Data(("error: " + text + "\n").utf8))
     }
 
+    static func warning(_ text: String) {
+        FileHandle.standardError.write(Data(("warning: " + text + "\n").utf8))
+    }
+
     static func note(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelOptions
 import SatchelStore
 
 extension Satchel {
@@ -12,8 +13,7 @@ extension Satchel {
 
         @Argument(help: "An absolute URL: satchel://host/path, https://host/path or http://host/path.")
         var url: String
-        @Option(help: "The store folder.", completion: .directory)
-        var store: String
+        @OptionGroup var storeOptions: StoreOptions
         @Option(name: .customLong("header"), help: "A request header 'Name: value' (repeatable), e.g. 'Range: bytes=0-99'.")
         var headers: [String] = []
         @Option(help: "The request method.")
@@ -44,7 +44,7 @@ extension Satchel {
                 guard let colon = header.firstIndex(of: ":") else { throw ValidationError("--header must look like 'Name: value', not \(header)") }
                 requestHeaders.add(String(header[..<colon]), String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
             }
-            let packageStore = try storeOperation { () throws(StoreError) in try PackageStore(root: store) }
+            let packageStore = try storeOptions.openForCommand()
             let engine: ResourceEngine
             do { engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(diagnosticHeader: true)) } catch {
                 Output.error("\(error)")

@@ -6,10 +6,13 @@ import SatchelOptions
 import SatchelStore
 
 extension StoreOptions {
-    /// Opens the store for a command: a store error is printed as one line and exits 1.
+    /// Opens the store for a command: a store error is printed as one line and exits 1. A built-in bundle that
+    /// was refused is a warning (the store still serves everything valid); `satchel check` fails on it.
     func openForCommand() throws -> PackageStore {
         let configuration = try configuration()
-        return try storeOperation { () throws(StoreError) in try PackageStore(root: store, configuration: configuration) }
+        let opened = try storeOperation { () throws(StoreError) in try PackageStore(root: store, configuration: configuration) }
+        for refusal in opened.builtInRefusals { Output.warning(refusal.description) }
+        return opened
     }
 }
 
@@ -45,9 +48,12 @@ extension Satchel {
 
         func run() throws {
             let store = try options.openForCommand()
-            let result = try storeOperation { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256) }
+            // An explicit install may bring back a version that failed here before.
+            let result = try storeOperation { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256, retryingFailed: true) }
             if json {
                 Output.json(result)
+            } else if result.builtIn == true {
+                Output.line("\(result.id) \(result.version) is the app's built-in version: nothing extracted, the built-in serves")
             } else {
                 let previous = result.previous.map { ", previous \($0) kept" } ?? ""
                 let delta = result.delta.map { ", from the delta over \($0.from) (\($0.written) written, \($0.linked) linked, \($0.copied) copied)" } ?? ""
@@ -69,8 +75,16 @@ extension Satchel {
             if packages.isEmpty { return Output.line("no packages installed in \(options.store)") }
             for package in packages {
                 let others = package.otherVersions.isEmpty ? "" : "; also installed: " + package.otherVersions.joined(separator: ", ")
-                let trial = package.state == "trial" ? " (trial, \(package.launches) launches)" : ""
-                Output.line("\(package.id) \(package.active)\(trial): \(package.hosts.joined(separator: ", ")) \(package.pathPrefix), \(package.fileCount) files, \(Output.bytes(package.bytes))\(others)")
+                let state = switch package.state {
+                case "trial": " (trial, \(package.launches) launches)"
+                case "built-in": " (built-in, from \(package.builtInBundle ?? "?"))"
+                case "missing": " (its files are missing: a built-in this command was not given?)"
+                default: ""
+                }
+                let floor = package.builtIn.map { package.state == "built-in" ? "" : "; built-in \($0)" } ?? ""
+                let fallback = package.fallback.map { "; falls back to \($0)" } ?? ""
+                let failed = package.failed.isEmpty ? "" : "; failed: " + package.failed.joined(separator: ", ")
+                Output.line("\(package.id) \(package.active)\(state): \(package.hosts.joined(separator: ", ")) \(package.pathPrefix), \(package.fileCount) files, \(Output.bytes(package.bytes))\(fallback)\(others)\(floor)\(failed)")
             }
         }
     }
@@ -103,7 +117,8 @@ extension Satchel {
     }
 
     struct Rollback: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Return to the last confirmed version before the active one.")
+        static let configuration = CommandConfiguration(
+            abstract: "Return to the version served before the active one (confirmed, or superseded on trial), else the built-in; the active one is marked failed.")
         @Argument(help: "Package id.") var id: String
         @OptionGroup var options: StoreOptions
 
@@ -111,7 +126,8 @@ extension Satchel {
             let id = try parseID(id)
             let store = try options.openForCommand()
             let state = try storeOperation { () throws(StoreError) in try store.rollback(id) }
-            Output.line("\(id) rolled back to \(state.active)")
+            let builtIn = store.builtInPackages.contains { $0.id == id && $0.version == state.active } ? " (built-in)" : ""
+            Output.line("\(id) rolled back to \(state.active)\(builtIn)")
         }
     }
 
@@ -128,12 +144,13 @@ extension Satchel {
             if json { return Output.json(report) }
             for rollback in report.rolledBack { Output.line("\(rollback.id): trial \(rollback.from) was never confirmed; rolled back to \(rollback.to)") }
             for (id, launches) in report.trials.sorted(by: { $0.key < $1.key }) { Output.line("\(id): trial launch \(launches) of \(options.maxTrialLaunches)") }
-            for id in report.exhaustedWithoutFallback { Output.line("\(id): trial is past its launches but there is no confirmed version to roll back to") }
+            for id in report.exhaustedWithoutFallback { Output.line("\(id): trial is past its launches and there is nothing to fall back to; marked failed, still served") }
         }
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove an inactive version, or the whole package.")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove an installed version (not the active one, its fallback or the newest confirmed one), or the whole package.")
         @Argument(help: "Package id.") var id: String
         @Option(help: "Only this (inactive) version.") var version: String?
         @OptionGroup var options: StoreOptions
@@ -150,9 +167,9 @@ extension Satchel {
     struct GC: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "gc",
-            abstract: "Remove versions that are not active, last confirmed, on trial or pinned by a running engine.")
+            abstract: "Remove versions that are not active, the fallback, the newest confirmed one or pinned by a running engine; failed ones go too.")
         @OptionGroup var options: StoreOptions
-        @Option(help: "Keep this many more of the most recent confirmed versions.") var keep: Int = 0
+        @Option(help: "Keep this many more of the most recent versions that served.") var keep: Int = 0
         @Flag(help: "Print one JSON object.") var json = false
 
         func validate() throws {
@@ -180,7 +197,9 @@ extension Satchel {
                 struct Report: Encodable { let ok: Bool; let problems: [CheckProblem] }
                 Output.json(Report(ok: problems.isEmpty, problems: problems))
             } else {
-                Output.line(problems.isEmpty ? "ok: every active file matches its manifest" : problems.map(\.description).joined(separator: "\n"))
+                let refusals = Dictionary(store.builtInRefusals.map { ($0.bundle, $0.description) }) { first, _ in first }
+                let lines = problems.map { $0.kind == .builtInRefused ? refusals[$0.path] ?? $0.description : $0.description }
+                Output.line(problems.isEmpty ? "ok: every active file matches its manifest" : lines.joined(separator: "\n"))
             }
             if !problems.isEmpty { throw ExitCode.failure }
         }

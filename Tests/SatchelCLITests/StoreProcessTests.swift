@@ -65,7 +65,7 @@ struct StoreProcessTests {
             #expect(try CLI.run(["confirm", "shop", "--store", folder + "/store"]).stdout == "shop 1.0.0 confirmed\n")
             let rollback = try CLI.run(["rollback", "shop", "--store", folder + "/store"])
             #expect(rollback.status == 1)
-            #expect(rollback.stderr == "error: package shop has no earlier confirmed version to roll back to\n")
+            #expect(rollback.stderr == "error: package shop has no earlier version to roll back to (none served without failing, and the app has no built-in one)\n")
             #expect(try CLI.run(["activate", "Bad Id", "1.0.0", "--store", folder + "/store"]).status == 64)
             #expect(try CLI.run(["install", bundle, "--store", folder + "/store", "--sha256", String(repeating: "a", count: 64)]).status == 1)
             let launch = try CLI.run(["launch", "--store", folder + "/store", "--json"])

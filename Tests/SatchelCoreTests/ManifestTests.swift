@@ -110,7 +110,9 @@ struct ManifestTests {
         }
         #expect(throws: ManifestError.self) { try Manifest.decode(mutated { files(&$0) { $0[0]["sha256"] = String(repeating: "A", count: 64) } }) }
         #expect(throws: ManifestError.self) { try Manifest.decode(mutated { files(&$0) { $0[0]["size"] = -1 } }) }
-        #expect(throws: ManifestError.self) { try Manifest.decode(mutated { files(&$0) { $0[0]["mime"] = "nonsense" } }) }
+        for mime in ["nonsense", "/html", "text/", "a/b/c", "text/html; charset=utf-8", "text /html", "text/h\u{E9}"] {
+            #expect(throws: ManifestError.self, "\(mime)") { try Manifest.decode(mutated { files(&$0) { $0[0]["mime"] = mime } }) }
+        }
         #expect(throws: ManifestError.self) { try Manifest.decode(mutated { $0["contentHash"] = String(repeating: "0", count: 64) }) }
         #expect(throws: ManifestError.malformed("not valid JSON")) { try Manifest.decode(Array("{not json".utf8)) }
     }

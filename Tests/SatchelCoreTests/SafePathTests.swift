@@ -56,6 +56,14 @@ struct SafePathTests {
         #expect(try SafePath(validating: "a.txt").collisionKey != SafePath(validating: "b.txt").collisionKey)
     }
 
+    @Test("the ASCII shortcut of the collision key agrees with Unicode case folding for every ASCII character")
+    func asciiCollisionKeys() throws {
+        for byte in UInt8(0x20)...UInt8(0x7E) where byte != UInt8(ascii: "/") && byte != UInt8(ascii: "\\") && byte != UInt8(ascii: ".") {
+            let path = try SafePath(validating: "a" + String(UnicodeScalar(byte)) + "Z.txt")
+            #expect(path.collisionKey == path.value.folding(options: [.caseInsensitive], locale: nil).precomposedStringWithCanonicalMapping)
+        }
+    }
+
     @Test("orders by UTF-8 bytes, not by locale or case")
     func ordering() throws {
         let raw = ["b", "a/b", "Z", "a", "é", "z", "a-b", "a.b"]
@@ -69,6 +77,8 @@ struct SafePathTests {
         #expect(path.fileExtension == "mjs")
         #expect(path.fileName == "App.MJS")
         #expect(path.parentFolders == ["assets", "assets/js"])
+        #expect(try SafePath(validating: "index.html").parentFolders == [])
+        #expect(try SafePath(validating: "café/名前/a b/x.html").parentFolders == ["café", "café/名前", "café/名前/a b"])
         #expect(try SafePath(validating: ".htaccess").fileExtension == "")
         #expect(try SafePath(validating: "Makefile").fileExtension == "")
     }

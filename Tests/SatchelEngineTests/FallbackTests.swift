@@ -13,7 +13,7 @@ struct FallbackTests {
         let package = try makePackage(in: folder, files: ["index.html": text("home"), "offline.html": text("<h1>offline</h1>"), "cached.json": text("{\"cached\":true}")], routes: routes)
         let withOffline = ServedPackage(manifest: try Manifest(
             id: package.manifest.id, version: package.manifest.version, createdAt: package.manifest.createdAt, scope: package.manifest.scope,
-            offlinePage: SafePath(validating: "offline.html"), routes: routes, files: package.manifest.files), folder: package.folder)
+            offlinePage: SafePath(validating: "offline.html"), routes: routes, files: package.manifest.files), files: package.files)
         let engine = try ResourceEngine(source: FolderSource([withOffline]), configuration: EngineConfiguration(bodyProof: .required(Self.secret)))
         return RequestPipeline(engine: engine, policy: NetworkPolicy(
             allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], timeouts: timeouts))

@@ -32,8 +32,10 @@ struct StoreBackedTests {
             var iterator = region.chunks().makeAsyncIterator()
             while received.count < first.count / 2, let chunk = try await iterator.next() { received += chunk }
 
-            // Mid-response: a new version is installed, activated and confirmed, the engine moves to it,
-            // and gc deletes the old version's folder.
+            // Mid-response: two new versions are installed and confirmed, the engine moves to the newest, and gc
+            // deletes the first version's folder (the rule keeps only the fallback, 1.5.0, besides the active one).
+            _ = try store.install(bundle: bundle(folder, version: "1.5.0", payload: Array(first.prefix(500))))
+            try store.confirm(try PackageID("shop"))
             _ = try store.install(bundle: bundle(folder, version: "2.0.0", payload: Array(first.prefix(1000))))
             try store.confirm(try PackageID("shop"))
             #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v2.0.0".utf8))
@@ -54,8 +56,11 @@ struct StoreBackedTests {
             _ = try store.install(bundle: bundle(folder, version: "1.0.0", payload: [1, 2, 3]))
             try store.confirm(try PackageID("shop"))
             var engine: ResourceEngine? = try ResourceEngine(source: store)
-            _ = try store.install(bundle: bundle(folder, version: "2.0.0", payload: [4, 5, 6]))
-            try store.confirm(try PackageID("shop"))
+            for version in ["2.0.0", "3.0.0"] {
+                _ = try store.install(bundle: bundle(folder, version: version, payload: [4, 5, 6]))
+                try store.confirm(try PackageID("shop"))
+            }
+            // 1.0.0 is neither active, nor the fallback (2.0.0), nor the newest confirmed: only the pin keeps it.
             #expect(try store.collectGarbage().isEmpty)
             #expect(try await engine?.get("satchel://m.shop.com/video.mp4").response?.body.collect() == [1, 2, 3])
             engine = nil

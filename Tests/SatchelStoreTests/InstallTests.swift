@@ -19,7 +19,7 @@ struct InstallTests {
             let versionFolder = store.layout.version(id("shop"), v("1.0.0"))
             #expect(Set(PackageStore.allFiles(under: versionFolder)) == ["index.html", "js/app.mjs", "css/app.css", "img/logo.png", "satchel.json", "satchel.sig"])
             #expect(try String(contentsOfFile: versionFolder + "/index.html", encoding: .utf8) == "<h1>shop 1.0.0</h1>")
-            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.0.0"), confirmed: nil, trial: v("1.0.0"), launches: 0, history: []))
+            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.0.0"), trial: v("1.0.0"), launches: 0, history: []))
             #expect(try store.check().isEmpty)
             #expect(listing(store.layout.root + "/staging").isEmpty)
             let state = try String(contentsOfFile: store.layout.root + "/packages/shop/state.json", encoding: .utf8)
@@ -37,7 +37,7 @@ struct InstallTests {
             try store.confirm(id("shop"))
             let result = try store.install(bundle: factory.bundle(version: "1.1.0"))
             #expect(result.previous == "1.0.0")
-            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.1.0"), confirmed: v("1.0.0"), trial: v("1.1.0"), launches: 0, history: [v("1.0.0")]))
+            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.1.0"), trial: v("1.1.0"), launches: 0, history: [v("1.0.0")]))
             #expect(store.installedVersions(of: id("shop")) == [v("1.0.0"), v("1.1.0")])
         }
     }

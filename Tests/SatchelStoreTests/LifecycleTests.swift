@@ -26,10 +26,59 @@ struct LifecycleTests {
             store = try PackageStore(root: folder + "/store", configuration: configuration)
             let report = try store.beginLaunch()
             #expect(report.rolledBack == [TrialRollback(id: "shop", from: "1.1.0", to: "1.0.0")])
-            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.0.0"), confirmed: v("1.0.0"), trial: nil, launches: 0, history: [v("1.0.0")]))
-            // The failed trial is garbage now; the next open drops it.
+            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.0.0"), trial: nil, launches: 0, history: [v("1.0.0")], failed: [v("1.1.0")]))
+            // The failed trial stays on disk (an explicit activate may still choose it) until gc.
             store = try PackageStore(root: folder + "/store", configuration: configuration)
-            #expect(store.installedVersions(of: id("shop")) == [v("1.0.0")])
+            #expect(store.installedVersions(of: id("shop")) == [v("1.0.0"), v("1.1.0")])
+            #expect(try store.collectGarbage() == ["shop@1.1.0"])
+        }
+    }
+
+    @Test("issue 14: two installs without a confirm; rollback returns to the first, and a failing second trial falls back to it")
+    func twoInstallsNeverStrand() throws {
+        try withTemporaryFolder { folder throws in
+            let factory = BundleFactory(folder: folder)
+            let configuration = StoreConfiguration(maxTrialLaunches: 2)
+            let store = try PackageStore(root: folder + "/store", configuration: configuration)
+            try store.install(bundle: factory.bundle(version: "1.0.0"))
+            try store.install(bundle: factory.bundle(version: "1.1.0"))
+            // Reopening (recovery) keeps 1.0.0: it served and did not fail.
+            let reopened = try PackageStore(root: folder + "/store", configuration: configuration)
+            #expect(reopened.installedVersions(of: id("shop")) == [v("1.0.0"), v("1.1.0")])
+            #expect(try reopened.list().first?.fallback == "1.0.0")
+            #expect(try reopened.rollback(id("shop")).active == v("1.0.0"))
+
+            // The same again, but 1.1.0 crashes on every launch instead.
+            let other = try PackageStore(root: folder + "/other", configuration: configuration)
+            try other.install(bundle: factory.bundle(version: "1.0.0"))
+            try other.install(bundle: factory.bundle(version: "1.1.0"))
+            for _ in 0..<2 { _ = try other.beginLaunch() }
+            let report = try other.beginLaunch()
+            #expect(report.rolledBack == [TrialRollback(id: "shop", from: "1.1.0", to: "1.0.0")])
+            #expect(report.exhaustedWithoutFallback.isEmpty)
+            #expect(try other.state(of: id("shop"))?.failed == [v("1.1.0")])
+            // Never chosen again automatically: a later failure of 1.0.0 does not go "back" to 1.1.0.
+            for _ in 0..<2 { _ = try other.beginLaunch() }
+            #expect(try other.beginLaunch().exhaustedWithoutFallback == ["shop"])
+            #expect(try other.state(of: id("shop"))?.active == v("1.0.0"))
+        }
+    }
+
+    @Test("a failed version is refused by an automatic install, unchanged, and accepted by an explicit one")
+    func failedNotReinstalledAutomatically() throws {
+        try withTemporaryFolder { folder throws in
+            let factory = BundleFactory(folder: folder)
+            let store = try PackageStore(root: folder + "/store")
+            try store.install(bundle: factory.bundle(version: "1.0.0"))
+            try store.confirm(id("shop"))
+            let failing = try factory.bundle(version: "1.1.0")
+            try store.install(bundle: failing)
+            try store.rollback(id("shop"))
+            let before = try snapshot(store.layout.root)
+            #expect(throws: StoreError.failedBefore(id: "shop", version: "1.1.0")) { try store.install(bundle: failing) }
+            #expect(try snapshot(store.layout.root) == before)
+            try store.install(bundle: failing, retryingFailed: true)
+            #expect(try store.state(of: id("shop")) == PackageState(active: v("1.1.0"), trial: v("1.1.0"), launches: 0, history: [v("1.0.0")]))
         }
     }
 
@@ -78,7 +127,7 @@ struct LifecycleTests {
         }
     }
 
-    @Test("remove refuses the active version and removes others or the whole package")
+    @Test("remove refuses what the rule keeps (the active version, its fallback) and removes others or the whole package")
     func remove() throws {
         try withTemporaryFolder { folder throws in
             let factory = BundleFactory(folder: folder)
@@ -86,10 +135,17 @@ struct LifecycleTests {
             _ = try store.install(bundle: factory.bundle(version: "1.0.0"))
             try store.confirm(id("shop"))
             _ = try store.install(bundle: factory.bundle(version: "1.1.0"))
+            let before = try snapshot(store.layout.root)
             #expect(throws: StoreError.activeVersion(id: "shop", version: "1.1.0")) { try store.remove(id("shop"), version: v("1.1.0")) }
+            #expect(throws: StoreError.keptByRule(id: "shop", version: "1.0.0", reason: .fallback)) { try store.remove(id("shop"), version: v("1.0.0")) }
+            #expect(throws: StoreError.versionNotInstalled(id: "shop", version: "9.0.0")) { try store.remove(id("shop"), version: v("9.0.0")) }
+            #expect(try snapshot(store.layout.root) == before)
+            try store.confirm(id("shop"))
+            _ = try store.install(bundle: factory.bundle(version: "1.2.0"))
+            // 1.2.0 on trial falls back to 1.1.0, the newest confirmed; 1.0.0 is kept by nothing.
             try store.remove(id("shop"), version: v("1.0.0"))
-            #expect(store.installedVersions(of: id("shop")) == [v("1.1.0")])
-            #expect(try store.state(of: id("shop"))?.confirmed == nil)
+            #expect(store.installedVersions(of: id("shop")) == [v("1.1.0"), v("1.2.0")])
+            #expect(try store.state(of: id("shop"))?.history == [v("1.1.0")])
             try store.remove(id("shop"))
             #expect(try store.packageIDs().isEmpty)
             #expect(listing(store.layout.root + "/staging").isEmpty)

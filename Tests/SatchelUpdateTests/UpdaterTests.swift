@@ -91,6 +91,26 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
         }
     }
 
+    @Test func aVersionThatFailedHereIsNotInstalledAgainAutomatically() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            try release.publish([try release.entry(release.v100, "1.0.0"), try release.entry(release.v110, "1.1.0", deltas: [release.deltaEntry])], signer: release.key)
+            let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(trustedKeys: [release.key.verifyingKey]))
+            try store.install(bundle: release.v100)
+            try store.confirm(PackageID("shop"))
+            try store.install(bundle: release.v110)
+            try store.rollback(PackageID("shop"))  // 1.1.0 failed on this device
+            let before = try storeSnapshot(store.layout.root)
+            let report = try await release.updater(store).run()
+            #expect(report.outcomes.isEmpty)
+            #expect(report.failures.map(\.1) == [.store(.failedBefore(id: "shop", version: "1.1.0"))])
+            #expect(!release.origin.requests.contains { $0.url.hasSuffix(".zip") }, "only the catalog was fetched, no bundle")
+            #expect(try storeSnapshot(store.layout.root) == before)
+            // An explicit reinstall may bring it back.
+            #expect(try store.install(bundle: release.v110, retryingFailed: true).version == "1.1.0")
+        }
+    }
+
     @Test func downloadsTheCatalogNoLongerListsAreRemoved() async throws {
         try await withTemporaryFolder { folder async throws in
             let release = try Release(folder: folder)

@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What libarchive needs from its environment, provided without touching the process.
+///
+/// libarchive converts entry names through the C library's current locale, and under the default "C" locale a
+/// non-ASCII name cannot be converted (libarchive 3.6's tar writer then crashes). A library inside an app must not
+/// change the process's locale (`setlocale`) or time zone (`TZ`): other code in the app depends on them. So every
+/// call into libarchive runs with a UTF-8 character-type locale installed for the calling thread only
+/// (`uselocale`), and the previous one is put back afterwards. Time zones have no per-thread form; zip times are
+/// computed in UTC by ``ZipTime`` instead and written over libarchive's (see ``ArchiveWriter``).
+enum ArchiveLocale {
+    /// A UTF-8 LC_CTYPE locale, made once; nil only where the C library has none (names then stay ASCII-safe only).
+    nonisolated(unsafe) private static let utf8: locale_t? = {
+        for name in ["C.UTF-8", "en_US.UTF-8", "UTF-8"] {
+            if let made = newlocale(LC_CTYPE_MASK, name, nil) { return made }
+        }
+        return nil
+    }()
+
+    /// Runs `body` (which calls libarchive) with the UTF-8 locale installed for this thread.
+    static func withUTF8<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let utf8 else { return try body() }
+        let previous = uselocale(utf8)
+        defer { uselocale(previous) }
+        return try body()
+    }
+}
+
+/// MS-DOS date and time fields, computed in UTC from the Unix time without consulting the time zone.
+enum ZipTime {
+    /// The 32-bit value zip stores (date in the high half): 1980-01-01 00:00:00 is the floor and 2107-12-31
+    /// 23:59:58 the ceiling, seconds in steps of two, as libarchive clamps.
+    static func dosDateTime(unixSeconds: Int64) -> UInt32 {
+        let days = floorDivide(unixSeconds, 86_400)
+        let secondsOfDay = unixSeconds - days * 86_400
+        let (year, month, day) = civil(fromDays: days)
+        if year < 1980 { return 0x0021_0000 }
+        if year > 2107 { return 0xFF9F_BF7D }
+        let date = UInt32(year - 1980) << 9 | UInt32(month) << 5 | UInt32(day)
+        let hour = secondsOfDay / 3600, minute = secondsOfDay / 60 % 60, second = secondsOfDay % 60
+        let time = UInt32(hour) << 11 | UInt32(minute) << 5 | UInt32(second / 2)
+        return date << 16 | time
+    }
+
+    private static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+
+    /// Proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+    static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

@@ -1,0 +1,208 @@
+import SatchelCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Activation, trials, rollback, removal, gc and recovery: each reads the state, applies one rule of
+/// `PackageState+Rules.swift`, writes the result, and deletes the folders outside the keep set.
+extension PackageStore {
+    // MARK: Activation, trial, rollback
+
+    /// Makes an installed (or the built-in) version active. A version that served confirmed is active as
+    /// confirmed; any other, a failed one included, starts a trial.
+    public func activate(_ id: PackageID, _ version: SemanticVersion) throws(StoreError) {
+        let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
+        let stored = try storedState(of: id)
+        let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
+        guard var state = effective else { throw .packageNotInstalled(id.value) }
+        let available = availability(of: id)
+        try apply(id) { () throws(StateRefusal) in try state.activate(version, in: available) }
+        try persist(state, for: id, stored: stored, effective: effective)
+    }
+
+    /// Confirms the trial: the active version becomes the newest confirmed one.
+    @discardableResult
+    public func confirm(_ id: PackageID) throws(StoreError) -> PackageState {
+        let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
+        let stored = try storedState(of: id)
+        let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
+        guard var state = effective else { throw .packageNotInstalled(id.value) }
+        try apply(id) { () throws(StateRefusal) in try state.confirm() }
+        try persist(state, for: id, stored: stored, effective: effective)
+        return state
+    }
+
+    /// Returns to the fallback: the newest version that served before and did not fail, else the built-in. The
+    /// version left is marked failed, so a second rollback goes further back rather than forth again.
+    @discardableResult
+    public func rollback(_ id: PackageID) throws(StoreError) -> PackageState {
+        let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
+        let stored = try storedState(of: id)
+        let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
+        guard var state = effective else { throw .packageNotInstalled(id.value) }
+        let available = availability(of: id)
+        try apply(id) { () throws(StateRefusal) in try state.rollBack(in: available) }
+        try persist(state, for: id, stored: stored, effective: effective)
+        return state
+    }
+
+    /// Counts one launch of every trial; a trial past ``StoreConfiguration/maxTrialLaunches`` is marked failed and
+    /// falls back, persistently, so a crash loop ends even if the app never gets to confirm.
+    /// Apps call this once at start (`satchel launch` and `satchel serve` do too); reading never counts.
+    public func beginLaunch() throws(StoreError) -> LaunchReport {
+        let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
+        var report = LaunchReport(trials: [:], rolledBack: [], exhaustedWithoutFallback: [])
+        for id in try packageIDs() {
+            let stored = try storedState(of: id)
+            let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
+            guard var state = effective else { continue }
+            switch state.beginLaunch(maxTrialLaunches: configuration.maxTrialLaunches, in: availability(of: id)) {
+            case .notOnTrial: break
+            case .counted(let launches): report.trials[id.value] = launches
+            case .rolledBack(let from, let to): report.rolledBack.append(TrialRollback(id: id.value, from: from.description, to: to.description))
+            case .exhaustedWithoutFallback: report.exhaustedWithoutFallback.append(id.value)
+            }
+            try persist(state, for: id, stored: stored, effective: effective)
+        }
+        return report
+    }
+
+    // MARK: Removal and garbage collection
+
+    /// Removes one installed version, or (without `version`) every installed version of the package and its
+    /// state, after which its built-in (if the app has one) serves again. The active version, the built-in, and
+    /// the versions the rule keeps (the fallback, the newest confirmed one) are refused. A version a running
+    /// engine has pinned leaves the state now and the disk when the engine lets go of it.
+    public func remove(_ id: PackageID, version: SemanticVersion? = nil) throws(StoreError) {
+        let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
+        let stored = try storedState(of: id)
+        let builtIn = builtIns[id]
+        let folders = versionFolders(of: id)
+        guard stored != nil || !folders.isEmpty || builtIn != nil else { throw .packageNotInstalled(id.value) }
+        guard let version else {
+            if stored == nil, folders.isEmpty, let builtIn { throw .builtInReadOnly(id: id.value, version: builtIn.version.description) }
+            try removePackage(id)
+            return
+        }
+        guard folders.contains(version) else {
+            if version == builtIn?.version { throw .builtInReadOnly(id: id.value, version: version.description) }
+            throw .versionNotInstalled(id: id.value, version: version.description)
+        }
+        let effective = PackageState.effective(stored: stored, builtIn: builtIn?.version)
+        var state = effective
+        if state != nil {
+            let available = availability(of: id)
+            try apply(id) { () throws(StateRefusal) in try state!.remove(version, in: available) }
+            try persist(state!, for: id, stored: stored, effective: effective)
+        }
+        try deleteUnretained(id, state: state)
+    }
+
+    /// Forgets, then deletes, every version the rule does not keep: versions that are not active, not the
+    /// fallback, not the newest confirmed one, not pinned by a running engine and not among the `keep` newest
+    /// other ones that served; failed versions go too.
+    /// - Returns: the removed versions, as `id@version`.
+    public func collectGarbage(keep: Int = 0) throws(StoreError) -> [String] {
+        let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
+        var removed: [String] = []
+        for id in try packageIDs() {
+            let stored = try storedState(of: id)
+            let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
+            var state = effective
+            if state != nil {
+                state!.collectGarbage(keep: keep, in: availability(of: id))
+                try persist(state!, for: id, stored: stored, effective: effective)
+            }
+            removed += try deleteUnretained(id, state: state).map { "\(id)@\($0)" }
+        }
+        return removed
+    }
+
+    /// Deletes the package's version folders outside the keep set (``PackageState/retained(by:pinned:)``),
+    /// reading the pins and renaming into `staging/` under the pin lock, so no engine can pin a version between
+    /// the check and the rename; the slow deletion comes after. Runs under the store lock.
+    @discardableResult
+    func deleteUnretained(_ id: PackageID, state: PackageState?) throws(StoreError) -> [SemanticVersion] {
+        var trash: [String] = []
+        var removed: [SemanticVersion] = []
+        do {
+            let pinLock = try StoreLock(path: layout.pinLock)
+            defer { withExtendedLifetime(pinLock) {} }
+            let keep = PackageState.retained(by: state, pinned: livePins()[id] ?? [])
+            for name in FileSystem.list(layout.versions(id)) {
+                let parsed = try? SemanticVersion(name)
+                if let parsed, keep.contains(parsed) { continue }
+                FaultInjection.checkpoint("gc")
+                trash.append(try moveToTrash(layout.versions(id) + "/" + name))
+                if let parsed { removed.append(parsed) }
+            }
+        }
+        if !trash.isEmpty { FaultInjection.checkpoint("trash") }
+        for path in trash { try FileSystem.removeTree(path) }
+        return removed.sorted()
+    }
+
+    /// Removes a package's state and versions; versions pinned by a running engine stay until it lets go
+    /// (recovery removes them then, as it does any version no state refers to).
+    private func removePackage(_ id: PackageID) throws(StoreError) {
+        var trash: [String] = []
+        do {
+            let pinLock = try StoreLock(path: layout.pinLock)
+            defer { withExtendedLifetime(pinLock) {} }
+            if livePins()[id]?.isEmpty ?? true {
+                trash.append(try moveToTrash(layout.package(id)))
+            } else {
+                // The state goes first: from then on nothing refers to the versions, and a crash leaves a package
+                // without state, which recovery clears of everything unpinned.
+                if FileSystem.exists(layout.state(id)) {
+                    guard unlink(layout.state(id)) == 0 else { throw StoreError.system("unlink", layout.state(id)) }
+                    try FileSystem.syncDirectory(layout.package(id))
+                    stateSwitches.withLock { $0 += 1 }
+                }
+                }
+        }
+        if !trash.isEmpty {
+            FaultInjection.checkpoint("trash")
+            for path in trash { try FileSystem.removeTree(path) }
+        } else {
+            try deleteUnretained(id, state: nil)
+        }
+    }
+
+    // MARK: Recovery
+
+    /// Brings the store back to a consistent state after a crash at any instant. Runs under the lock.
+    func recover(holding lock: StoreLock) throws(StoreError) {
+        for name in FileSystem.list(layout.staging) { try FileSystem.removeTree(layout.staging + "/" + name) }
+        for folder in [layout.root, layout.builtIns] {
+            for name in FileSystem.list(folder) where name.hasSuffix(".tmp") { try FileSystem.removeTree(folder + "/" + name) }
+        }
+        do {
+            // Under the pin lock no pin is being created, so a temporary pin file belongs to a process that died.
+            let pinLock = try StoreLock(path: layout.pinLock)
+            defer { withExtendedLifetime(pinLock) {} }
+            for name in FileSystem.list(layout.pins) where name.hasSuffix(".tmp") { unlink(layout.pins + "/" + name) }
+        }
+        for name in FileSystem.list(layout.packages) {
+            let folder = layout.packages + "/" + name
+            guard let id = try? PackageID(name) else { continue }
+            for file in FileSystem.list(folder) where file.hasSuffix(".tmp") { try FileSystem.removeTree(folder + "/" + file) }
+            let stored = try storedState(of: id)
+            let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
+            // An app update that ships a newer built-in lifts the state to it, on disk too.
+            if let stored, let effective, effective != stored { try writeState(effective, for: id) }
+            // A first install killed before its state was written never became visible: with no state, nothing
+            // is kept but what an engine pins.
+            try deleteUnretained(id, state: stored == nil ? nil : effective)
+            if stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try discard(folder) }
+        }
+    }
+}
