@@ -35,11 +35,12 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
         }
     }
 
-    func didReceive(_ data: [UInt8]) {
+    func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
         record("data") {
             bytes += data.count
             return !responded ? "data before the response" : ended ? "data after the end" : nil
         }
+        ready()
     }
 
     func didFinish() {
@@ -64,7 +65,7 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
 
 @Suite("The scheme task driver keeps WebKit's contract")
 struct SchemeTaskDriverTests {
-    func driver(_ folder: String, queue: DispatchQueue) throws -> SchemeTaskDriver {
+    func driver(_ folder: String, queue: DispatchQueue, fetcher: (any NetworkFetcher)? = nil, allowed: [HostPattern] = []) throws -> SchemeTaskDriver {
         let files: [String: [UInt8]] = [
             "index.html": Array("<h1>hi</h1>".utf8),
             "small.js": (0..<(48 << 10)).map { UInt8(truncatingIfNeeded: $0) },
@@ -88,7 +89,9 @@ struct SchemeTaskDriverTests {
             func pin(_ packages: [ServedPackage]) throws -> any Sendable { 0 }
         }
         let engine = try ResourceEngine(source: Source(package: ServedPackage(manifest: manifest, folder: root)))
-        return SchemeTaskDriver(pipeline: RequestPipeline(engine: engine, policy: NetworkPolicy(allowedHosts: [])), queue: queue, chunkSize: 16 << 10)
+        let policy = NetworkPolicy(allowedHosts: allowed)
+        let pipeline = fetcher.map { RequestPipeline(engine: engine, fetcher: $0, policy: policy) } ?? RequestPipeline(engine: engine, policy: policy)
+        return SchemeTaskDriver(pipeline: pipeline, queue: queue, chunkSize: 16 << 10)
     }
 
     func makeQueue() -> DispatchQueue {
@@ -172,6 +175,61 @@ struct SchemeTaskDriverTests {
         }
     }
 
+    @Test("1,000 requests that finish, fail or are stopped leave no task behind in the driver")
+    func bookkeeping() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let queue = makeQueue()
+            let driver = try driver(folder, queue: queue, fetcher: BreakingFetcher(), allowed: [try HostPattern("broken.example")])
+            var tasks: [RecordingTask] = []
+            for index in 0..<1_000 {
+                // Finishes (package files), fails (an upstream that breaks mid-body), or is stopped mid-way.
+                let url = ["satchel://app.example/large.bin", "satchel://app.example/index.html", "https://broken.example/x", "satchel://app.example/small.js"][index % 4]
+                let task = RecordingTask(url: url)
+                tasks.append(task)
+                queue.async { driver.start(task) }
+                if index % 4 == 3 {
+                    queue.async {
+                        task.markStopped()
+                        driver.stop(task)
+                    }
+                }
+            }
+            for _ in 0..<1_000 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let outcomes = tasks.map { $0.snapshot.calls.last ?? "nothing" }
+            #expect(driver.startedTaskCount == 1_000)
+            #expect(driver.activeTaskCount == 0, "tasks left behind: \(driver.activeTaskCount)")
+            #expect(outcomes.filter { $0 == "finish" }.count >= 500, "\(Dictionary(grouping: outcomes, by: { $0 }).mapValues(\.count))")
+            #expect(outcomes.filter { $0 == "fail" }.count == 250)
+            #expect(tasks.allSatisfy { $0.snapshot.violations.isEmpty })
+        }
+    }
+
+    @Test("a chunk is read only once the task is ready for it; a stop while the task holds a chunk ends the work")
+    func backpressure() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let queue = makeQueue()
+            let driver = try driver(folder, queue: queue)
+            let task = HoldingTask(url: "satchel://app.example/large.bin")
+            queue.async { driver.start(task) }
+            for _ in 0..<500 where task.chunks == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(task.chunks == 1, "the driver read ahead of a task that was not ready")
+            // Release three chunks, one at a time.
+            for expected in 2...4 {
+                queue.async { task.release() }
+                for _ in 0..<500 where task.chunks < expected { try await Task.sleep(for: .milliseconds(5)) }
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(task.chunks == expected)
+            }
+            #expect(driver.activeTaskCount == 1)
+            queue.async { driver.stop(task) }
+            for _ in 0..<500 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(driver.activeTaskCount == 0)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(task.chunks == 4, "nothing after the stop")
+        }
+    }
+
     @Test("the state machine: one response, data only while streaming, one end, nothing after stop")
     func stateMachine() {
         var state = SchemeTaskState()
@@ -191,5 +249,45 @@ struct SchemeTaskDriverTests {
         let afterStop = [stopped.responseReady(), stopped.chunkReady(), stopped.ended()]
         #expect(cancel)
         #expect(afterStop == [.drop, .drop, .drop])
+    }
+}
+
+/// A task that takes one chunk and holds the `ready` callback until released.
+final class HoldingTask: SchemeTask, @unchecked Sendable {
+    let request: ResourceRequest
+    private let lock = NSLock()
+    private var held: (@Sendable () -> Void)?
+    private var count = 0
+
+    init(url: String) { request = ResourceRequest(url: url) }
+
+    var chunks: Int { lock.withLock { count } }
+    func didReceive(_ head: ResponseHead) {}
+    func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
+        lock.withLock {
+            count += 1
+            held = ready
+        }
+    }
+    func didFinish() {}
+    func didFail(_ error: any Error) {}
+    /// Call on the driver's queue.
+    func release() {
+        let ready = lock.withLock { () -> (@Sendable () -> Void)? in
+            defer { held = nil }
+            return held
+        }
+        ready?()
+    }
+}
+
+/// An upstream whose body breaks after its first chunk.
+struct BreakingFetcher: NetworkFetcher {
+    struct Broken: Error {}
+    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        continuation.yield(Array(repeating: 7, count: 1000))
+        continuation.finish(throwing: Broken())
+        return ResourceResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: .stream(stream))
     }
 }
