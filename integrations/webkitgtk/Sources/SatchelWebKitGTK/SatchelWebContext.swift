@@ -53,13 +53,21 @@ public final class SatchelWebContext: @unchecked Sendable {
         handler.register(on: context, schemes: engine.configuration.customSchemes)
         bodies = BodyMessageHandler(store: engine.bodyStore, name: hook?.messageHandler ?? "satchelBody")
         hookScript = hook.map(HookScript.render)
+        mediaScript = MediaScript.render(schemes: engine.configuration.customSchemes)
     }
+
+    /// See ``MediaScript``: always injected, hook or not.
+    public let mediaScript: String
 
     public var driver: SchemeTaskDriver { handler.driver }
 
-    /// A web view on this context: the hook at document start in every frame, and the body handler.
+    /// A web view on this context: the media script and the hook at document start in every frame, and the body
+    /// handler.
     public func makeWebView() -> UnsafeMutablePointer<WebKitWebView> {
         let manager = webkit_user_content_manager_new()!
+        let media = webkit_user_script_new(mediaScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
+        webkit_user_content_manager_add_script(manager, media)
+        webkit_user_script_unref(media)
         if let hookScript {
             let script = webkit_user_script_new(hookScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
             webkit_user_content_manager_add_script(manager, script)
