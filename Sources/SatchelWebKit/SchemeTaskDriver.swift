@@ -139,7 +139,8 @@ public final class SchemeTaskDriver: Sendable {
         let request = task.request
         running.work = Task { [self] in
             defer { forget(key, running) }
-            let (response, _, _) = await pipeline.respond(to: request)
+            var (response, _, _) = await pipeline.respond(to: request)
+            if let page = NavigationRedirect.page(for: response, of: request) { response = page }
             let head = ResponseHead(status: response.status, headers: response.headers, bodyLength: Self.bodyLength(response))
             await deliver(running) { state in
                 guard state.responseReady() == .send else { return }

@@ -291,3 +291,23 @@ struct BreakingFetcher: NetworkFetcher {
         return ResourceResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: .stream(stream))
     }
 }
+
+@Suite("A network redirect of a navigation becomes a page that replaces the location")
+struct NavigationRedirectTests {
+    @Test("navigations (Accept: text/html) get the page; fetches keep the 3xx; the target is escaped and mapped back to the scheme")
+    func pages() throws {
+        let redirect = ResourceResponse(status: 302, headers: ["Location": "https://app.example/next?a=1&b=\"</script>"])
+        var navigation = ResourceRequest(url: "satchel://app.example/login")
+        navigation.headers.add("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+        let page = try #require(NavigationRedirect.page(for: redirect, of: navigation))
+        guard case .bytes(let bytes) = page.body else { Issue.record("not bytes"); return }
+        let html = String(decoding: bytes, as: UTF8.self)
+        #expect(page.status == 200)
+        #expect(html.contains("location.replace(\"satchel://app.example/next?a=1&b=\\\"\\u003c/script>\")"), "\(html)")
+        #expect(html.contains("content=\"0;url=satchel://app.example/next?a=1&amp;b=&quot;&lt;/script&gt;\""), "\(html)")
+        #expect(NavigationRedirect.page(for: redirect, of: ResourceRequest(url: "satchel://app.example/api")) == nil)
+        #expect(NavigationRedirect.mappedBack("https://other.example/x", request: "satchel://app.example/") == "https://other.example/x")
+        #expect(NavigationRedirect.mappedBack("/relative", request: "satchel://app.example/") == "/relative")
+        #expect(NavigationRedirect.page(for: ResourceResponse(status: 304), of: navigation) == nil)
+    }
+}

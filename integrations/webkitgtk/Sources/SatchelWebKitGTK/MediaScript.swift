@@ -33,7 +33,13 @@ public enum MediaScript {
     }
     return cache.get(absolute);
   }
+  function isMedia(element) {
+    var tag = element.tagName;
+    if (tag === "SOURCE") tag = element.parentElement ? element.parentElement.tagName : "";
+    return tag === "VIDEO" || tag === "AUDIO";
+  }
   function convert(element) {
+    if (!element.getAttribute || !isMedia(element)) return;
     var attribute = element.getAttribute("src");
     if (!attribute || !onScheme(attribute) || element.__satchelMediaFor === attribute) return;
     element.__satchelMediaFor = attribute;
@@ -43,7 +49,10 @@ public enum MediaScript {
       element.__satchelMediaFor = url;
       element.setAttribute("src", url);
       var media = element.tagName === "SOURCE" ? element.parentElement : element;
+      // A play() the page asked for before the swap is kept: the new source restarts the element.
+      var wanted = media && (!media.paused || media.autoplay);
       if (element.tagName === "SOURCE" && media && media.load) media.load();
+      if (wanted && media.play) media.play().catch(function () {});
       window.__satchelMedia.converted++;
     }, function (error) { window.__satchelMedia.failed++; if (window.console) console.error(error); });
   }

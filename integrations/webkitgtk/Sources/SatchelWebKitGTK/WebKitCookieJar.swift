@@ -27,7 +27,7 @@ public final class WebKitCookieJar: CookieProvider, @unchecked Sendable {
     public func store(_ setCookies: [String], from url: String) {
         guard let uri = g_uri_parse(url, G_URI_FLAGS_NONE, nil) else { return }
         defer { g_uri_unref(uri) }
-        for header in setCookies {
+        for header in setCookies.flatMap(Self.unfolded) {
             guard let cookie = soup_cookie_parse(header, uri) else { continue }
             pendingAdditions += 1
             webkit_cookie_manager_add_cookie(manager, cookie, nil, { source, result, data in
@@ -37,6 +37,34 @@ public final class WebKitCookieJar: CookieProvider, @unchecked Sendable {
             }, Unmanaged.passRetained(self).toOpaque())
             soup_cookie_free(cookie)
         }
+    }
+
+    /// Splits a `Set-Cookie` value that an HTTP client folded from several headers (FoundationNetworking joins them
+    /// with ", "): a comma starts a new cookie only when `name=` follows before any `;` or `,` (an `Expires` date's
+    /// comma is followed by a day number, not `name=`).
+    static func unfolded(_ value: String) -> [String] {
+        var cookies: [String] = []
+        var current = ""
+        var index = value.startIndex
+        while index < value.endIndex {
+            let character = value[index]
+            if character == "," {
+                let rest = value[value.index(after: index)...].drop { $0 == " " || $0 == "\t" }
+                let token = rest.prefix { $0 != "=" && $0 != ";" && $0 != "," }
+                if !token.isEmpty, token.count < rest.count, rest[rest.index(rest.startIndex, offsetBy: token.count)] == "=",
+                    !token.contains(" ")
+                {
+                    cookies.append(current.trimmingCharacters())
+                    current = ""
+                    index = value.index(after: index)
+                    continue
+                }
+            }
+            current.append(character)
+            index = value.index(after: index)
+        }
+        if !current.trimmingCharacters().isEmpty { cookies.append(current.trimmingCharacters()) }
+        return cookies
     }
 
     private func additionFinished() {
@@ -77,5 +105,11 @@ public final class WebKitCookieJar: CookieProvider, @unchecked Sendable {
     private final class CookieRead {
         let continuation: CheckedContinuation<String?, Never>
         init(_ continuation: CheckedContinuation<String?, Never>) { self.continuation = continuation }
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }
