@@ -194,7 +194,9 @@ struct SchemeTaskDriverTests {
                     }
                 }
             }
-            for _ in 0..<1_000 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            // Every start (and stop) has run on the queue before the table is watched.
+            await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+            for _ in 0..<3_000 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
             let outcomes = tasks.map { $0.snapshot.calls.last ?? "nothing" }
             #expect(driver.startedTaskCount == 1_000)
             #expect(driver.activeTaskCount == 0, "tasks left behind: \(driver.activeTaskCount)")
