@@ -7,6 +7,8 @@ import PackageDescription
 //   SatchelBundle   the bundle format: pack, read, verify
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   SatchelEngine   URL -> package file -> HTTP response (above Core only; the store plugs in as a PackageSource)
+//   SatchelNetwork  the engine's network fallback on SwiftNIO and AsyncHTTPClient (above the engine)
+//   SatchelServer   satchel serve: the engine over HTTP/1.1 (above the network module)
 //   SatchelUpdate   catalog, resumable downloads, delta install: above the store (and the engine's NetworkFetcher)
 //   SatchelOptions  command-line options shared by every engine host (the CLI, the WebKitGTK viewer)
 //   satchel         the CLI
@@ -21,6 +23,7 @@ let package = Package(
         .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
         .library(name: "SatchelWebKit", targets: ["SatchelWebKit"]),
         .library(name: "SatchelUpdate", targets: ["SatchelUpdate"]),
+        .library(name: "SatchelNetwork", targets: ["SatchelNetwork"]),
         .library(name: "SatchelServer", targets: ["SatchelServer"]),
         .library(name: "SatchelOptions", targets: ["SatchelOptions"]),
         .executable(name: "satchel", targets: ["satchel"]),
@@ -30,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(
@@ -68,11 +72,23 @@ let package = Package(
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
         // engine's NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
         .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore"]),
+        // The network fallback on SwiftNIO: a NetworkFetcher over AsyncHTTPClient that shares the server's event
+        // loops, keeps header fields as sent, and reads the upstream only as fast as the consumer takes it.
+        .target(
+            name: "SatchelNetwork",
+            dependencies: [
+                "SatchelEngine", "SatchelCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // The local server: the engine over HTTP/1.1 on SwiftNIO (origin and forward-proxy modes).
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelEngine", "SatchelCore", "SatchelStore",
+                "SatchelEngine", "SatchelCore", "SatchelStore", "SatchelNetwork",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -92,6 +108,7 @@ let package = Package(
             name: "satchel",
             dependencies: [
                 "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelServer", "SatchelUpdate", "SatchelOptions",
+                "SatchelNetwork",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -115,6 +132,9 @@ let package = Package(
             dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"],
             exclude: ["Resources"]),
         .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelNetworkTests",
+            dependencies: ["SatchelNetwork", "SatchelEngine", "SatchelCore", "SatchelTestSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(
             name: "SatchelServerTests",
             dependencies: ["SatchelServer", "SatchelEngine", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport"]),

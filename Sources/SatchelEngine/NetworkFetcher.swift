@@ -9,15 +9,22 @@ public protocol NetworkFetcher: Sendable {
     func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse
 }
 
+/// How long a fetch may wait, and for what. There is deliberately no total: a response whose bytes keep coming
+/// is never cut, however long it takes (a 1 GiB download, a slow stream); what is bounded is each wait.
 public struct FetchTimeouts: Sendable, Equatable {
-    /// How long to wait for the connection and the response head.
+    /// Connecting (TCP, and TLS for https).
     public var connect: Duration
-    /// How long the whole exchange may take, body included.
-    public var total: Duration
+    /// From sending the request to the response head. A route's `timeoutMs` sets this: it is what a
+    /// network-first route falls back to the package on.
+    public var responseHead: Duration
+    /// The longest wait for the next body chunk while the consumer is waiting for it. Time the consumer itself
+    /// takes (a slow client holding the upstream back) does not count.
+    public var idle: Duration
 
-    public init(connect: Duration = .seconds(10), total: Duration = .seconds(60)) {
+    public init(connect: Duration = .seconds(10), responseHead: Duration = .seconds(30), idle: Duration = .seconds(30)) {
         self.connect = connect
-        self.total = total
+        self.responseHead = responseHead
+        self.idle = idle
     }
 }
 
@@ -61,6 +68,35 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+/// The header fields that belong to one connection and never cross a proxy (RFC 9110 §7.6.1): the listed
+/// ones, and any field the `Connection` header names. One rule for both directions of the network fallback.
+public enum HopByHop {
+    /// Lower-case.
+    public static let fields: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+        "transfer-encoding", "upgrade",
+    ]
+
+    /// `headers` without hop-by-hop fields (and without the lower-case names in `also`), every other field kept
+    /// as it was: same order, repeated fields as separate lines, values untouched.
+    public static func removing(from headers: HTTPHeaders, also extra: Set<String> = []) -> HTTPHeaders {
+        var named = Set<String>()
+        for value in headers.values("Connection") {
+            for token in value.split(separator: ",") {
+                let name = token.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
+                named.insert(String(name).lowercased())
+            }
+        }
+        var kept = HTTPHeaders(capacity: headers.count)
+        for field in headers {
+            let lower = field.name.lowercased()
+            if fields.contains(lower) || extra.contains(lower) || named.contains(lower) { continue }
+            kept.add(field.name, field.value)
+        }
+        return kept
+    }
+}
+
 /// Gives the cookies to send with an upstream request (an app's `HTTPCookieStorage` or `WKHTTPCookieStore`).
 public protocol CookieProvider: Sendable {
     /// The `Cookie` header value for `url`, or nil.
@@ -83,11 +119,9 @@ public struct NetworkPolicy: Sendable {
         self.cookies = cookies
     }
 
-    /// Headers that describe one connection, not the request (RFC 9110 §7.6.1), plus those the client sets.
-    static let hopByHop: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-        "transfer-encoding", "upgrade", "host", "content-length",
-    ]
+    /// Request fields that describe this hop, not the request (RFC 9110 §7.6.1), plus the two the fetcher sets
+    /// itself: `Host` (the upstream's authority) and `Content-Length` (of the restored body).
+    static let notForwarded: Set<String> = HopByHop.fields.union(["host", "content-length"])
 
     /// The request to send upstream for `request`, whose URL is `upstreamURL`; throws when the host is not allowed.
     func upstreamRequest(for request: ResourceRequest, upstreamURL: String) async throws(FetchError) -> ResourceRequest {
@@ -99,8 +133,7 @@ public struct NetworkPolicy: Sendable {
             let afterAuthority = upstreamURL.drop { $0 != ":" }.dropFirst(3).drop { $0 != "/" && $0 != "?" }
             target = (base.hasSuffix("/") ? String(base.dropLast()) : base) + afterAuthority
         }
-        var headers = HTTPHeaders()
-        for field in request.headers where !Self.hopByHop.contains(field.name.lowercased()) { headers.add(field.name, field.value) }
+        var headers = HopByHop.removing(from: request.headers, also: Self.notForwarded)
         if !headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL) { headers.add("Cookie", value) }
         return ResourceRequest(method: request.method, url: target, headers: headers, body: request.body)
     }

@@ -30,7 +30,7 @@ public final class RequestPipeline: Sendable {
         let result = await engine.handle(request)
         guard case .miss(let miss) = result else { return (result.response!, .package, .none) }
         var timeouts = policy.timeouts
-        if let milliseconds = miss.timeoutMs { timeouts.total = .milliseconds(milliseconds) }
+        if let milliseconds = miss.timeoutMs { timeouts.responseHead = .milliseconds(milliseconds) }
         do {
             let upstream = try await policy.upstreamRequest(for: miss.request, upstreamURL: miss.upstreamURL)
             return (try await fetcher.fetch(upstream, timeouts: timeouts), .network, miss.bodyChannel)

@@ -27,7 +27,7 @@ public enum ResponseBody: Sendable {
     /// A region of an open file.
     case file(FileRegion)
     /// Bytes that arrive over time (network responses), in chunks of at most 1 MiB.
-    case stream(AsyncThrowingStream<[UInt8], any Error>)
+    case stream(BodyStream)
 
     /// The body's length when known in advance.
     public var knownLength: Int64? {

@@ -4,9 +4,14 @@ import SatchelCore
 import FoundationNetworking
 #endif
 
-/// The default ``NetworkFetcher``: URLSession, driven through its delegate so that bodies stream (Linux's
-/// FoundationNetworking has no `bytes(for:)`). Redirects are handed back to the caller; a slow consumer
-/// suspends the transfer rather than letting chunks pile up in memory.
+/// The ``NetworkFetcher`` for apps on Apple platforms: URLSession, driven through its delegate so that bodies
+/// stream (Linux's FoundationNetworking has no `bytes(for:)`). Redirects are handed back to the caller; on Apple
+/// platforms a slow consumer suspends the transfer rather than letting chunks pile up in memory.
+///
+/// Foundation's limits, which is why servers and Linux use `HTTPClientFetcher` (SatchelNetwork) instead:
+/// response header fields arrive as a dictionary, so repeated fields (two `Set-Cookie`) are folded into one
+/// line; the body is handed over decoded, so `Content-Length` cannot be passed on; FoundationNetworking adds
+/// request headers of its own; and on Linux a transfer cannot be suspended, so nothing holds the upstream back.
 public final class URLSessionFetcher: NetworkFetcher {
     private let session: URLSession
     private let delegate: Delegate
@@ -37,20 +42,22 @@ public final class URLSessionFetcher: NetworkFetcher {
             urlRequest.setValue(" ", forHTTPHeaderField: "Content-Type")
         }
         #endif
-        urlRequest.timeoutInterval = Self.seconds(timeouts.connect)
+        // URLSession's timeout is the longest silence between packets, connecting included: the idle bound.
+        urlRequest.timeoutInterval = Self.seconds(max(timeouts.idle, timeouts.connect))
         let task = session.dataTask(with: urlRequest)
         let exchange = Exchange(task: task)
         delegate.register(exchange, for: task)
-        let deadline = Task {
-            try await Task.sleep(for: timeouts.total)
-            exchange.fail(FetchError.timedOut("no complete answer within \(timeouts.total)"))
+        // The response head must come within `responseHead`; once it has, the body may take as long as it keeps coming.
+        let headDeadline = Task {
+            try await Task.sleep(for: timeouts.responseHead)
+            exchange.fail(FetchError.timedOut("no response head within \(timeouts.responseHead)"))
             task.cancel()
         }
-        exchange.onFinish = { deadline.cancel() }
         return try await withTaskCancellationHandler {
             task.resume()
+            defer { headDeadline.cancel() }
             let head = try await exchange.head()
-            return ResourceResponse(status: head.status, headers: head.headers, body: .stream(exchange.bodyStream()))
+            return ResourceResponse(status: head.status, headers: head.headers, body: .stream(BodyStream(exchange.bodyStream())))
         } onCancel: {
             exchange.fail(CancellationError())
             task.cancel()
@@ -78,7 +85,6 @@ public final class URLSessionFetcher: NetworkFetcher {
         private var ended: (any Error)?? = nil  // .some(nil): finished cleanly
         private var bodyWaiter: CheckedContinuation<[UInt8]?, any Error>?
         private var suspended = false
-        var onFinish: @Sendable () -> Void = {}
 
         /// Buffered bytes above which the transfer is suspended until the consumer catches up.
         static let highWater = 8 << 20
@@ -170,7 +176,6 @@ public final class URLSessionFetcher: NetworkFetcher {
             if let bodyWaiter {
                 if let error { bodyWaiter.resume(throwing: error) } else { bodyWaiter.resume(returning: nil) }
             }
-            onFinish()
         }
 
         func nextChunk() async throws -> [UInt8]? {

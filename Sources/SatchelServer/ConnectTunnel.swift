@@ -3,22 +3,29 @@ import NIOHTTP1
 import NIOPosix
 import SatchelCore
 
-/// `CONNECT host:port` in forward-proxy mode: tunnelled as raw bytes to allow-listed hosts only (an upstream
-/// override redirects the tunnel to a local origin for tests), refused with 403 otherwise, so the server is
-/// never an open proxy.
+/// `CONNECT host:port` in forward-proxy mode: tunnelled as raw bytes to allow-listed hosts on allowed ports only
+/// (443 unless configured otherwise; an upstream override redirects the tunnel to a local origin for tests),
+/// refused with 403 otherwise, so the server is never an open proxy. Bytes the client sends right behind its
+/// CONNECT head (a TLS ClientHello, often in the same packet) reach the upstream first.
 struct ConnectTunnel: Sendable {
     let allowed: [HostPattern]
     let overrides: [String: String]
-    /// Names under which the server pipeline's HTTP handlers were added, removed when the tunnel opens.
-    static let httpHandlerNames = ["satchel.http.deadlines", "satchel.http.decoder", "satchel.http.handler"]
+    let ports: Set<Int>
+    /// Names under which the server pipeline's HTTP handlers were added; the tunnel replaces them.
+    static let observerName = "satchel.http.bytes"
+    static let decoderName = "satchel.http.decoder"
+    static let handlerName = "satchel.http.handler"
 
-    func handle(context: ChannelHandlerContext, head: HTTPRequestHead, handler: HTTPConnectionHandler) {
-        let parts = head.uri.split(separator: ":")
-        let host = String(parts.first ?? "").lowercased()
-        let port = parts.count > 1 ? Int(parts[1]) ?? 443 : 443
-        guard !host.isEmpty, allowed.contains(where: { $0.matches(host) }) else {
-            handler.refuse(context, status: .forbidden, message: "CONNECT to \(head.uri) is not allowed (not on the upstream allow-list)")
-            return
+    func open(head: HTTPRequestHead, handler: HTTPConnectionHandler, context: ChannelHandlerContext) {
+        guard let (host, port) = try? RequestTarget.authority(head.uri), let port else {
+            return handler.tunnelRefused(status: 400, message: "CONNECT needs host:port, not \(head.uri.debugDescription)", context: context)
+        }
+        guard allowed.contains(where: { $0.matches(host) }) else {
+            return handler.tunnelRefused(status: 403, message: "CONNECT to \(head.uri) is not allowed (not on the upstream allow-list)", context: context)
+        }
+        guard ports.contains(port) else {
+            let list = ports.sorted().map(String.init).joined(separator: ", ")
+            return handler.tunnelRefused(status: 403, message: "CONNECT to port \(port) is not allowed (allowed: \(list))", context: context)
         }
         let overrideURL = overrides[host].flatMap(RequestURL.init)
         let targetHost = overrideURL?.host ?? host
@@ -32,20 +39,41 @@ struct ConnectTunnel: Sendable {
                 let (handler, context) = loopBound.value
                 switch result {
                 case .failure(let error):
-                    handler.refuse(context, status: .badGateway, message: "CONNECT to \(targetHost):\(targetPort) failed: \(error)")
+                    handler.tunnelRefused(status: 502, message: "CONNECT to \(targetHost):\(targetPort) failed: \(error)", context: context)
                 case .success(let outbound):
-                    handler.writeTunnelEstablished(context, version: head.version).flatMap {
-                        let removals = Self.httpHandlerNames.map { inbound.pipeline.removeHandler(name: $0) }
-                        return EventLoopFuture.andAllComplete(removals, on: inbound.eventLoop)
-                    }.flatMap {
-                        let (local, remote) = GlueHandler.matchedPair()
-                        return inbound.pipeline.addHandler(local).and(outbound.pipeline.addHandler(remote)).map { _ in () }
-                    }.whenFailure { _ in
+                    guard inbound.isActive else { return outbound.close(promise: nil) }
+                    var established = context.channel.allocator.buffer(capacity: 64)
+                    established.writeString("HTTP/\(head.version.major).\(head.version.minor) 200 Connection Established\r\n\r\n")
+                    context.writeAndFlush(NIOAny(established), promise: nil)
+                    do {
+                        try Self.join(inbound, outbound)
+                    } catch {
                         inbound.close(promise: nil)
                         outbound.close(promise: nil)
                     }
                 }
             }
+    }
+
+    /// Replaces the HTTP handlers with a glue pair. The client's glue goes in right behind the decoder first, so
+    /// that when the decoder leaves, the bytes it still holds (sent right behind the CONNECT head) flow into the
+    /// tunnel instead of being dropped.
+    private static func join(_ inbound: any Channel, _ outbound: any Channel) throws {
+        let (local, remote) = GlueHandler.matchedPair()
+        try outbound.pipeline.syncOperations.addHandler(remote)
+        let pipeline = inbound.pipeline.syncOperations
+        let decoder = try pipeline.context(name: decoderName).handler
+        try pipeline.addHandler(local, position: .after(decoder))
+        pipeline.removeHandler(context: try pipeline.context(name: handlerName), promise: nil)
+        pipeline.removeHandler(context: try pipeline.context(name: observerName), promise: nil)
+        // The decoder hands over what it holds as it leaves (a read without a read-complete, so nothing flushes
+        // it): flush once it is gone, then let the client's bytes flow.
+        let decoderGone = inbound.eventLoop.makePromise(of: Void.self)
+        pipeline.removeHandler(context: try pipeline.context(name: decoderName), promise: decoderGone)
+        decoderGone.futureResult.whenComplete { _ in
+            outbound.flush()
+            inbound.read()
+        }
     }
 }
 

@@ -4,7 +4,7 @@ import SatchelCore
 import SatchelEngine
 
 /// The encoded bytes (head and body) of the most common answer of all: a plain `GET` of a small package file
-/// over a keep-alive HTTP/1.1 connection. Such a request, for the same host and target, gets the same bytes
+/// over a keep-alive HTTP/1.1 connection. Such a request, for the same engine URL, gets the same bytes
 /// until the served versions change, so the second one is answered by writing a buffer, skipping the URL
 /// parsing, routing, header building and encoding the first one went through.
 ///
@@ -12,9 +12,10 @@ import SatchelEngine
 /// ``ResourceEngine/headersThatChangeResponses`` (a request carrying any of them is never reused or stored)
 /// and ``ResourceEngine/generation`` (part of every entry; a new activation makes every entry stale).
 final class EncodedResponseCache: Sendable {
+    /// The URL the engine answers for (``ServerResponder/Destination``), never a header: two requests with the
+    /// same key are the same question to the engine, whatever their `Host` fields said.
     struct Key: Hashable, Sendable {
-        let host: String
-        let target: String
+        let url: String
     }
 
     struct Entry: Sendable {
@@ -36,15 +37,12 @@ final class EncodedResponseCache: Sendable {
         self.maxEntries = maxEntries
     }
 
-    /// The key for a request whose answer may be reused or stored: nothing in it can change the answer.
-    func key(for head: HTTPRequestHead) -> Key? {
-        guard head.method == .GET, head.version == .http1_1, head.isKeepAlive else { return nil }
-        var host: String?
-        for (name, value) in head.headers {
-            if SatchelCore.HTTPHeaders.equalNames(name, "Host") { host = value; continue }
-            if varying.contains(where: { SatchelCore.HTTPHeaders.equalNames($0, name) }) { return nil }
-        }
-        return host.map { Key(host: $0, target: head.uri) }
+    /// The key for a request whose answer may be reused or stored: a plain GET over keep-alive HTTP/1.1 for a
+    /// URL the event loop answers from packages, carrying nothing that can change the answer.
+    func key(for head: HTTPRequestHead, packageURL: String?) -> Key? {
+        guard head.method == .GET, head.version == .http1_1, let url = packageURL else { return nil }
+        for (name, _) in head.headers where varying.contains(where: { SatchelCore.HTTPHeaders.equalNames($0, name) }) { return nil }
+        return Key(url: url)
     }
 
     func lookup(_ key: Key, generation: Int) -> Entry? {

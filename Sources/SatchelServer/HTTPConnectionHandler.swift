@@ -1,76 +1,113 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import NIOHTTP1
 import SatchelCore
 import SatchelEngine
+import SatchelNetwork
 
-/// One HTTP/1.1 connection, after NIO's request decoder. It collects a request within the limits, answers
-/// package hits right here on the event loop and everything else from a task, and writes the bytes itself
-/// (``ResponseEncoding``): a head and a small body as one buffer, files as a sendfile region, streams chunk by
-/// chunk after each previous write completed (a slow client slows the producer instead of filling memory).
+/// One HTTP/1.1 connection, after NIO's request decoder: it feeds what arrives into the
+/// ``ConnectionStateMachine`` and carries out the actions it returns. Answers are produced three ways: a repeated
+/// plain GET from ``EncodedResponseCache``, a package hit right here on the event loop, anything else (the
+/// network, body restoration, `/_satchel/`) from a task. It writes the bytes itself (``ResponseEncoding``): a head
+/// and a small body as one buffer, files as a sendfile region, bodies that arrive over time part by part.
 ///
-/// Pipelining and backpressure, which NIO's `HTTPServerPipelineHandler` used to provide: while a response is
-/// being produced, request parts that arrive are queued and the channel's `read()` is held back; they are
-/// answered in order once the response is written. Responses answered in a read burst are flushed once, at
-/// `channelReadComplete`.
+/// Backpressure on bodies that arrive over time: a body from ``HTTPClientFetcher`` (an ``UpstreamExchange`` on
+/// this loop) is pulled part by part while the client's socket takes it and paused while it does not, so the
+/// upstream is read only as fast as the client reads; any other stream is read chunk by chunk, each after the
+/// previous write completed. A client that goes away cancels what its answer was waiting on, closing the
+/// upstream request.
 final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let responder: ServerResponder
-    private let limits: ServerConfiguration.Limits
     private let connect: ConnectTunnel
-    private let deadlines: ConnectionDeadlines?
     private let cache: EncodedResponseCache?
-    private var head: HTTPRequestHead?
-    private var body: ByteBuffer?
-    private var bodyTooLarge = false
-
-    /// A response is being produced or written: new parts wait in ``queued`` and reads are held back.
-    private var busy = false
-    private var queued: [HTTPServerRequestPart] = []
-    private var draining = false
-    private var readHeldBack = false
-    /// Responses written without a flush, flushed at the end of the read burst.
-    private var needsFlush = false
-    /// Between `channelRead` and `channelReadComplete`: responses written now are flushed together at the end.
-    private var inReadBurst = false
-    /// Set by ``ServerShutdownEvent`` or a half-closed input: finish what is in flight, take nothing new.
-    private var closing = false
+    private var machine: ConnectionStateMachine
     private var context: ChannelHandlerContext?
+    private var deadlineCheck: RepeatedTask?
 
-    init(
-        responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel, deadlines: ConnectionDeadlines?,
-        cache: EncodedResponseCache?
-    ) {
-        self.responder = responder
-        self.limits = limits
-        self.connect = connect
-        self.deadlines = deadlines
-        self.cache = cache
+    /// Responses written without a flush, flushed once at the end of the read burst.
+    private var needsFlush = false
+    /// Between `channelRead` and `channelReadComplete`.
+    private var inReadBurst = false
+    /// Taking up queued requests; answers that end meanwhile do not start another round.
+    private var draining = false
+    /// What the answer in flight waits on, cancelled when the client goes away.
+    private var pending: PendingWork?
+    /// The upstream body being forwarded, and whether it waits for the client's socket to become writable.
+    private var forwarding: Forwarding?
+    private var pausedUpstream = false
+
+    private struct Forwarding {
+        let exchange: UpstreamExchange
+        let framing: BodyFraming
+        let keepOpen: Bool
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
-        // A CONNECT tunnel replaces this handler: a read held back while it was set up must happen now.
-        if readHeldBack {
-            readHeldBack = false
-            context.read()
+    private enum PendingWork {
+        case task(Task<Void, Never>)
+        case upstream(UpstreamExchange)
+
+        func cancel() {
+            switch self {
+            case .task(let task): task.cancel()
+            case .upstream(let exchange): exchange.cancel()
+            }
         }
     }
 
-    // MARK: Reading requests
+    init(responder: ServerResponder, limits: ServerConfiguration.Limits, connect: ConnectTunnel, cache: EncodedResponseCache?) {
+        self.responder = responder
+        self.connect = connect
+        self.cache = cache
+        machine = ConnectionStateMachine(
+            limits: .init(maxBodyBytes: limits.maxBodyBytes, readTimeout: TimeAmount(limits.readTimeout), idleTimeout: TimeAmount(limits.idleTimeout)),
+            now: .now())
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { startDeadlineCheck(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        deadlineCheck?.cancel()
+        deadlineCheck = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        startDeadlineCheck(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        machine.closed()
+        pending?.cancel()
+        pending = nil
+        forwarding = nil
+        deadlineCheck?.cancel()
+        deadlineCheck = nil
+        context.fireChannelInactive()
+    }
+
+    // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         inReadBurst = true
-        let part = unwrapInboundIn(data)
-        if busy || !queued.isEmpty {
-            queued.append(part)
-            return
+        let inbound: ConnectionStateMachine.Inbound
+        switch unwrapInboundIn(data) {
+        case .head(let head): inbound = .head(head)
+        case .body(let chunk): inbound = .body(chunk)
+        case .end: inbound = .end
         }
-        receive(part, context: context)
+        perform(machine.received(inbound, now: .now()), context: context)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -82,285 +119,318 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.fireChannelReadComplete()
     }
 
-    /// Outbound `read()`: held back while a response is pending, so a pipelining client cannot make the
-    /// server buffer unboundedly.
+    /// Outbound `read()`: held back while an answer is in flight.
     func read(context: ChannelHandlerContext) {
-        if busy {
-            readHeldBack = true
-        } else {
-            context.read()
-        }
+        if machine.readRequested() { context.read() }
     }
 
-    private func receive(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
-        switch part {
-        case .head(let requestHead):
-            head = requestHead
-            body = nil
-            bodyTooLarge = false
-            if requestHead.method == .CONNECT {
-                deadlines?.requestReceived()
-                busy = true
-                connect.handle(context: context, head: requestHead, handler: self)
-                return
-            }
-            if let length = requestHead.headers.first(name: "Content-Length").flatMap(Int.init), length > limits.maxBodyBytes {
-                bodyTooLarge = true
-            }
-        case .body(var chunk):
-            guard !bodyTooLarge, head?.method != .CONNECT else { return }
-            if (body?.readableBytes ?? 0) + chunk.readableBytes > limits.maxBodyBytes {
-                bodyTooLarge = true
-                body = nil
-                return
-            }
-            if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
-        case .end:
-            deadlines?.requestReceived()
-            // A CONNECT was answered by the tunnel when its head arrived.
-            guard let head, head.method != .CONNECT else { return }
-            self.head = nil
-            if bodyTooLarge {
-                refuse(context, status: .payloadTooLarge, message: "request body over \(limits.maxBodyBytes) bytes")
-                return
-            }
-            dispatch(context: context, head: head)
-        }
-    }
-
-    private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead) {
-        busy = true
-        // The same plain GET as before, with nothing changed since: the same bytes again.
-        let reuseKey = closing ? nil : cache?.key(for: head)
-        let generation = reuseKey == nil ? 0 : responder.pipeline.engine.generation
-        if let reuseKey, let entry = cache?.lookup(reuseKey, generation: generation) {
-            body = nil
-            responder.recordReused(method: "GET", target: reuseKey.target, hostHeader: reuseKey.host, status: entry.status, outcome: entry.outcome)
-            finish(context, keepAlive: true, flush: false, last: entry.bytes)
-            return
-        }
-        var request = PendingRequest(head: head, body: body)
-        body = nil
-        if closing { request.keepAlive = false }
-        let isHead = request.method == "HEAD"
-        // Package hits are answered right here on the event loop; only misses (the network) need a task.
-        if let response = responder.respondFromPackages(method: request.method, target: request.target, headers: request.headers, body: request.body) {
-            if let reuseKey, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
-                var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
-                _ = ResponseEncoding.writeHead(response, isHead: false, version: request.version, keepAlive: true, into: &buffer)
-                buffer.writeBytes(bytes)
-                // Stored under the generation read before answering: an activation in between makes it stale, never wrong.
-                cache?.store(reuseKey, EncodedResponseCache.Entry(generation: generation, bytes: buffer, status: 200, outcome: ServerResponder.packageOutcome(200)))
-                finish(context, keepAlive: true, flush: false, last: buffer)
-                return
-            }
-            write(response, isHead: isHead, version: request.version, keepAlive: request.keepAlive, flush: false)
-            return
-        }
-        Self.answerInTask(request, responder: responder, handler: NIOLoopBound(self, eventLoop: context.eventLoop), loop: context.eventLoop)
-    }
-
-    private static func answerInTask(
-        _ request: PendingRequest, responder: ServerResponder, handler: NIOLoopBound<HTTPConnectionHandler>, loop: any EventLoop
-    ) {
-        Task {
-            let response = await responder.respond(method: request.method, target: request.target, headers: request.headers, body: request.body)
-            let isHead = request.method == "HEAD"
-            if !isHead, case .stream(let stream) = response.body {
-                await writeStream(response, stream, handler: handler, loop: loop, version: request.version, keepAlive: request.keepAlive)
-            } else {
-                loop.execute { handler.value.write(response, isHead: isHead, version: request.version, keepAlive: request.keepAlive, flush: true) }
-            }
-        }
-    }
-
-    // MARK: Writing responses
-
-    /// Writes a response whose body is at hand (bytes, a file, or nothing), then finishes it.
-    private func write(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool, flush: Bool) {
-        guard let context else { return }
-        var buffer = context.channel.allocator.buffer(capacity: 512 + (response.body.knownLength.map { Int(min($0, 64 << 10)) } ?? 0))
-        let (framing, keepOpen) = ResponseEncoding.writeHead(response, isHead: isHead, version: version, keepAlive: keepAlive, into: &buffer)
-        if framing != .none {
-            switch response.body {
-            case .bytes(let bytes): buffer.writeBytes(bytes)
-            case .file(let region):
-                context.write(wrapOutboundOut(buffer), promise: nil)
-                let descriptor = dup(region.descriptor)
-                guard descriptor >= 0 else { return abort() }
-                let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
-                let fileRegion = NIOCore.FileRegion(fileHandle: handle, readerIndex: Int(region.offset), endIndex: Int(region.offset + region.length))
-                let done = context.eventLoop.makePromise(of: Void.self)
-                done.futureResult.whenComplete { _ in try? handle.close() }
-                context.write(NIOAny(IOData.fileRegion(fileRegion)), promise: done)
-                finish(context, keepAlive: keepOpen, flush: flush, last: nil)
-                return
-            case .empty, .stream: break
-            }
-        }
-        finish(context, keepAlive: keepOpen, flush: flush, last: buffer)
-    }
-
-    /// Streams wait for each chunk's write before taking the next.
-    private static func writeStream(
-        _ response: ResourceResponse, _ stream: AsyncThrowingStream<[UInt8], any Error>, handler: NIOLoopBound<HTTPConnectionHandler>,
-        loop: any EventLoop, version: HTTPVersion, keepAlive: Bool
-    ) async {
-        do {
-            let framing: BodyFraming = try await loop.flatSubmit { () -> EventLoopFuture<BodyFraming> in
-                let handler = handler.value
-                guard let context = handler.context else { return loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
-                var buffer = context.channel.allocator.buffer(capacity: 512)
-                let (framing, keepOpen) = ResponseEncoding.writeHead(response, isHead: false, version: version, keepAlive: keepAlive, into: &buffer)
-                handler.streamKeepsOpen = keepOpen
-                return context.writeAndFlush(handler.wrapOutboundOut(buffer)).map { framing }
-            }.get()
-            for try await chunk in stream where !chunk.isEmpty {
-                try await loop.flatSubmit { () -> EventLoopFuture<Void> in
-                    let handler = handler.value
-                    guard let context = handler.context else { return loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
-                    var buffer = context.channel.allocator.buffer(capacity: chunk.count + 16)
-                    if framing == .chunked { ResponseEncoding.writeChunk(chunk, into: &buffer) } else { buffer.writeBytes(chunk) }
-                    return context.writeAndFlush(handler.wrapOutboundOut(buffer))
-                }.get()
-            }
-            loop.execute {
-                let handler = handler.value
-                guard let context = handler.context else { return }
-                var last: ByteBuffer?
-                if framing == .chunked {
-                    var buffer = context.channel.allocator.buffer(capacity: 8)
-                    buffer.writeStaticString(ResponseEncoding.lastChunk)
-                    last = buffer
-                }
-                handler.finish(context, keepAlive: handler.streamKeepsOpen && framing != .untilClose, flush: true, last: last)
-            }
-        } catch {
-            // The upstream broke mid-body or the client went away: the response cannot be completed.
-            loop.execute { handler.value.abort() }
-        }
-    }
-
-    private var streamKeepsOpen = true
-
-    /// The response's last write: after it the connection takes the next request, or closes. Only a closing
-    /// connection needs to know when the write completes; writes complete in order, so that is also when the
-    /// whole response has been handed to the socket (closing earlier would discard what is still queued, such
-    /// as the rest of a sendfile region).
-    private func finish(_ context: ChannelHandlerContext, keepAlive: Bool, flush: Bool, last: ByteBuffer?) {
-        busy = false
-        if !keepAlive || closing {
-            queued.removeAll()
-            closeAfterWrites(context, last: last)
-            return
-        }
-        if let last { context.write(wrapOutboundOut(last), promise: nil) }
-        if flush { context.flush() } else { needsFlush = true }
-        drainQueue(context)
-    }
-
-    /// Writes `last` (or nothing), flushes, and closes once everything written before has completed.
-    private func closeAfterWrites(_ context: ChannelHandlerContext, last: ByteBuffer? = nil) {
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(last ?? channel.allocator.buffer(capacity: 0))).whenComplete { _ in
-            channel.close(promise: nil)
-        }
-    }
-
-    /// Answers requests that arrived while the last response was being produced, then lets reads resume.
-    private func drainQueue(_ context: ChannelHandlerContext) {
-        guard !draining else { return }
-        draining = true
-        while !busy, !queued.isEmpty { receive(queued.removeFirst(), context: context) }
-        draining = false
-        if needsFlush, !inReadBurst {
-            needsFlush = false
-            context.flush()
-        }
-        if !busy, readHeldBack {
-            readHeldBack = false
-            context.read()
-        }
-    }
-
-    func abort() { context?.close(promise: nil) }
-
-    /// Answers with an error status and closes the connection (the request cannot be trusted any further).
-    func refuse(_ context: ChannelHandlerContext, status: HTTPResponseStatus, message: String) {
-        guard context.channel.isActive else { return }
-        let body = Array((message + "\n").utf8)
-        let response = ResourceResponse(
-            status: Int(status.code),
-            headers: ["Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "X-Satchel-Error": message],
-            body: .bytes(body))
-        busy = true
-        write(response, isHead: false, version: .http1_1, keepAlive: false, flush: true)
-        head = nil
-    }
-
-    /// The CONNECT tunnel's answer once the upstream is connected; the caller then replaces the HTTP handlers.
-    func writeTunnelEstablished(_ context: ChannelHandlerContext, version: HTTPVersion) -> EventLoopFuture<Void> {
-        var buffer = context.channel.allocator.buffer(capacity: 64)
-        buffer.writeString("HTTP/\(version.major).\(version.minor) 200 Connection Established\r\n\r\n")
-        return context.writeAndFlush(wrapOutboundOut(buffer))
+    /// Called by ``RequestBytesObserver`` (in front of the decoder) for every read: the request clock starts at
+    /// a request's first byte, before its head is complete.
+    func bytesArrived() {
+        machine.bytesArrived(now: .now())
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case is ConnectionDeadlines.IdleEvent where !busy && queued.isEmpty:
-            closing = true
-            closeAfterWrites(context)
-        case is ServerShutdownEvent:
-            closing = true
-            if !busy { closeAfterWrites(context) }
         case ChannelEvent.inputClosed:
-            // The client sent its last request: answer what is pending, then close.
-            closing = true
-            if !busy, queued.isEmpty { closeAfterWrites(context) }
+            perform(machine.received(.inputClosed, now: .now()), context: context)
+        case is ServerShutdownEvent:
+            perform(machine.shutdownRequested(), context: context)
         default:
             context.fireUserInboundEventTriggered(event)
         }
     }
 
-    /// Decoder errors: oversized headers are 431, anything else that is not HTTP is 400.
+    /// Decoder errors are answered in order (431 for oversized headers, 400 otherwise); any other error closes.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let parserError = error as? HTTPParserError {
-            let tooLarge = parserError == .headerOverflow
-            refuse(context, status: tooLarge ? .requestHeaderFieldsTooLarge : .badRequest,
-                   message: tooLarge ? "request headers over \(limits.maxHeaderBytes) bytes" : "malformed HTTP request")
+            perform(machine.received(.parseError(parserError), now: .now()), context: context)
         } else {
             context.close(promise: nil)
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, pausedUpstream {
+            pausedUpstream = false
+            pumpUpstream(context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func startDeadlineCheck(_ context: ChannelHandlerContext) {
+        guard deadlineCheck == nil else { return }
+        let limits = machine.limits
+        let interval = TimeAmount.nanoseconds(max(1_000_000, min(limits.readTimeout.nanoseconds, limits.idleTimeout.nanoseconds) / 4))
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadlineCheck = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+            let handler = handler.value
+            guard let context = handler.context else { return }
+            handler.perform(handler.machine.deadlineCheck(now: .now()), context: context)
+        }
+    }
+
+    // MARK: Carrying out the state machine's actions
+
+    private func perform(_ action: ConnectionStateMachine.Action, context: ChannelHandlerContext) {
+        switch action {
+        case .none:
+            break
+        case .answer(let head, let body, let keepAlive):
+            answer(head, body: body, keepAlive: keepAlive, context: context)
+        case .refuse(let refusal):
+            refuse(refusal, context: context)
+        case .openTunnel(let head):
+            connect.open(head: head, handler: self, context: context)
+        case .close:
+            closeAfterWrites(context)
+        }
+    }
+
+    /// The answer's last write was issued: close, or take up what was queued and read again.
+    private func answerEnded(keepOpen: Bool, context: ChannelHandlerContext) {
+        pending = nil
+        switch machine.answerEnded(keepOpen: keepOpen, now: .now()) {
+        case .close:
+            closeAfterWrites(context)
+        case .continueWithQueue:
+            guard !draining else { return }
+            draining = true
+            while let action = machine.nextQueued(now: .now()) { perform(action, context: context) }
+            draining = false
+            if needsFlush, !inReadBurst {
+                needsFlush = false
+                context.flush()
+            }
+            if machine.shouldResumeReading() { context.read() }
+        }
+    }
+
+    // MARK: Answering
+
+    private func answer(_ head: HTTPRequestHead, body: ByteBuffer?, keepAlive: Bool, context: ChannelHandlerContext) {
+        let target: RequestTarget
+        do { target = try RequestTarget(head: head) } catch {
+            respond(ServerResponder.error(400, error.description), isHead: false, version: head.version, keepAlive: false, flush: true, context: context)
+            return
+        }
+        let destination = responder.destination(of: target)
+        // The same plain GET as before, with nothing changed since: the same bytes again. Keyed on the URL the
+        // engine answers for, not on any header.
+        let reuseKey = keepAlive ? cache?.key(for: head, packageURL: responder.packageURL(destination)) : nil
+        let generation = reuseKey == nil ? 0 : responder.pipeline.engine.generation
+        if let reuseKey, let entry = cache?.lookup(reuseKey, generation: generation) {
+            responder.recordReused(target: target, status: entry.status, outcome: entry.outcome)
+            finish(keepOpen: true, flush: false, last: entry.bytes, context: context)
+            return
+        }
+        let request = ServerRequest(head: head, target: target, body: body, keepAlive: keepAlive)
+        let isHead = head.method == .HEAD
+        // Package hits are answered right here on the event loop; only misses (the network) need a task.
+        if let response = responder.respondFromPackages(request, destination: destination) {
+            if let reuseKey, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
+                var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
+                _ = ResponseEncoding.writeHead(response, isHead: false, version: head.version, keepAlive: true, into: &buffer)
+                buffer.writeBytes(bytes)
+                // Stored under the generation read before answering: an activation in between makes it stale, never wrong.
+                cache?.store(reuseKey, EncodedResponseCache.Entry(generation: generation, bytes: buffer, status: 200, outcome: ServerResponder.packageOutcome(200)))
+                finish(keepOpen: true, flush: false, last: buffer, context: context)
+                return
+            }
+            respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: false, context: context)
+            return
+        }
+        let loop = context.eventLoop
+        let handler = NIOLoopBound(self, eventLoop: loop)
+        let responder = self.responder
+        pending = .task(Task {
+            let response = await HTTPClientFetcher.withPreferredEventLoop(loop) { await responder.respond(to: request, destination: destination) }
+            loop.execute {
+                let handler = handler.value
+                guard let context = handler.context, context.channel.isActive else {
+                    // The client went away while the answer was produced.
+                    if case .stream(let stream) = response.body, let exchange = stream.source as? UpstreamExchange { exchange.cancel() }
+                    return
+                }
+                handler.respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: true, context: context)
+            }
+        })
+    }
+
+    /// Writes a response of any kind, then ends the answer.
+    private func respond(_ response: ResourceResponse, isHead: Bool, version: HTTPVersion, keepAlive: Bool, flush: Bool, context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: 512 + (response.body.knownLength.map { Int(min($0, 64 << 10)) } ?? 0))
+        let (framing, keepOpen) = ResponseEncoding.writeHead(response, isHead: isHead, version: version, keepAlive: keepAlive, into: &buffer)
+        guard framing != .none else { return finish(keepOpen: keepOpen, flush: flush, last: buffer, context: context) }
+        switch response.body {
+        case .empty:
+            finish(keepOpen: keepOpen, flush: flush, last: buffer, context: context)
+        case .bytes(let bytes):
+            buffer.writeBytes(bytes)
+            finish(keepOpen: keepOpen, flush: flush, last: buffer, context: context)
+        case .file(let region):
+            context.write(wrapOutboundOut(buffer), promise: nil)
+            let descriptor = dup(region.descriptor)
+            guard descriptor >= 0 else { return abort(context) }
+            let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
+            let fileRegion = NIOCore.FileRegion(fileHandle: handle, readerIndex: Int(region.offset), endIndex: Int(region.offset + region.length))
+            let done = context.eventLoop.makePromise(of: Void.self)
+            done.futureResult.whenComplete { _ in try? handle.close() }
+            context.write(NIOAny(IOData.fileRegion(fileRegion)), promise: done)
+            finish(keepOpen: keepOpen, flush: flush, last: nil, context: context)
+        case .stream(let stream):
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            if let exchange = stream.source as? UpstreamExchange {
+                pending = .upstream(exchange)
+                forward(exchange, framing: framing, keepOpen: keepOpen, context: context)
+            } else {
+                copy(stream, framing: framing, keepOpen: keepOpen, context: context)
+            }
+        }
+    }
+
+    /// An upstream body, on the event loop: the next part is asked for only while the client's socket is
+    /// writable, so the upstream is read as fast as the client reads and no faster.
+    private func forward(_ exchange: UpstreamExchange, framing: BodyFraming, keepOpen: Bool, context: ChannelHandlerContext) {
+        forwarding = Forwarding(exchange: exchange, framing: framing, keepOpen: keepOpen)
+        pumpUpstream(context)
+    }
+
+    private func pumpUpstream(_ context: ChannelHandlerContext) {
+        guard let forwarding else { return }
+        guard context.channel.isActive else { return forwarding.exchange.cancel() }
+        guard context.channel.isWritable else {
+            pausedUpstream = true
+            return
+        }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        forwarding.exchange.nextPart().hop(to: context.eventLoop).whenComplete { result in
+            let handler = bound.value
+            guard let context = handler.context, context.channel.isActive else { return forwarding.exchange.cancel() }
+            switch result {
+            case .success(let part?):
+                if forwarding.framing == .chunked {
+                    // Size line, the part itself (not copied), CRLF: one writev.
+                    var size = context.channel.allocator.buffer(capacity: 12)
+                    size.writeString(String(part.readableBytes, radix: 16))
+                    size.writeStaticString("\r\n")
+                    context.write(handler.wrapOutboundOut(size), promise: nil)
+                    context.write(handler.wrapOutboundOut(part), promise: nil)
+                    context.writeAndFlush(handler.wrapOutboundOut(context.channel.allocator.buffer(staticString: "\r\n")), promise: nil)
+                } else {
+                    context.writeAndFlush(handler.wrapOutboundOut(part), promise: nil)
+                }
+                handler.pumpUpstream(context)
+            case .success(nil):
+                handler.forwarding = nil
+                handler.endStream(framing: forwarding.framing, keepOpen: forwarding.keepOpen, context: context)
+            case .failure:
+                // The upstream broke mid-body: the response cannot be completed.
+                handler.forwarding = nil
+                handler.abort(context)
+            }
+        }
+    }
+
+    /// Any other stream (a body the engine inflates, a fetcher that is not NIO's): chunk by chunk from a task,
+    /// each written before the next is read.
+    private func copy(_ stream: BodyStream, framing: BodyFraming, keepOpen: Bool, context: ChannelHandlerContext) {
+        let loop = context.eventLoop
+        let handler = NIOLoopBound(self, eventLoop: loop)
+        pending = .task(Task {
+            do {
+                for try await chunk in stream where !chunk.isEmpty {
+                    try await loop.flatSubmit { () -> EventLoopFuture<Void> in
+                        let handler = handler.value
+                        guard let context = handler.context, context.channel.isActive else { return loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+                        var buffer = context.channel.allocator.buffer(capacity: chunk.count + 16)
+                        if framing == .chunked { ResponseEncoding.writeChunk(chunk, into: &buffer) } else { buffer.writeBytes(chunk) }
+                        return context.writeAndFlush(handler.wrapOutboundOut(buffer))
+                    }.get()
+                }
+                loop.execute {
+                    let handler = handler.value
+                    guard let context = handler.context else { return }
+                    handler.endStream(framing: framing, keepOpen: keepOpen, context: context)
+                }
+            } catch {
+                loop.execute {
+                    let handler = handler.value
+                    if let context = handler.context { handler.abort(context) }
+                }
+            }
+        })
+    }
+
+    private func endStream(framing: BodyFraming, keepOpen: Bool, context: ChannelHandlerContext) {
+        var last: ByteBuffer?
+        if framing == .chunked {
+            var buffer = context.channel.allocator.buffer(capacity: 8)
+            buffer.writeStaticString(ResponseEncoding.lastChunk)
+            last = buffer
+        }
+        finish(keepOpen: keepOpen && framing != .untilClose, flush: true, last: last, context: context)
+    }
+
+    /// The answer's last write. Only a closing connection needs to know when the write completes; writes
+    /// complete in order, so that is also when the whole response has been handed to the socket (closing
+    /// earlier would discard what is still queued, such as the rest of a sendfile region).
+    private func finish(keepOpen: Bool, flush: Bool, last: ByteBuffer?, context: ChannelHandlerContext) {
+        if let last { context.write(wrapOutboundOut(last), promise: nil) }
+        if flush { context.flush() } else { needsFlush = true }
+        answerEnded(keepOpen: keepOpen, context: context)
+    }
+
+    /// An answer that cannot be completed (its body broke off): the client sees the connection close early,
+    /// which is how HTTP/1.1 says the response is incomplete.
+    private func abort(_ context: ChannelHandlerContext) {
+        pending = nil
+        context.close(promise: nil)
+    }
+
+    /// Writes `last` (or nothing), flushes, and closes once everything written before has completed.
+    private func closeAfterWrites(_ context: ChannelHandlerContext) {
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(capacity: 0))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    /// An error answer that ends the connection (the request cannot be trusted any further).
+    private func refuse(_ refusal: ConnectionStateMachine.Refusal, context: ChannelHandlerContext) {
+        let (status, message): (Int, String)
+        switch refusal {
+        case .bodyTooLarge: (status, message) = (413, "request body over \(machine.limits.maxBodyBytes) bytes")
+        case .headersTooLarge: (status, message) = (431, "request headers over the limit")
+        case .malformed: (status, message) = (400, "malformed HTTP request")
+        case .requestTimeout: (status, message) = (408, "request not received within \(machine.limits.readTimeout.nanoseconds / 1_000_000_000) s")
+        }
+        respond(ServerResponder.error(status, message), isHead: false, version: .http1_1, keepAlive: false, flush: true, context: context)
+    }
+
+    // MARK: CONNECT
+
+    /// The tunnel could not be opened: answer and close.
+    func tunnelRefused(status: Int, message: String, context: ChannelHandlerContext) {
+        machine.tunnelRefused()
+        respond(ServerResponder.error(status, message), isHead: false, version: .http1_1, keepAlive: false, flush: true, context: context)
     }
 }
 
 /// Sent to every connection when the server shuts down: finish the response in flight, then close.
 struct ServerShutdownEvent: Sendable {}
 
-/// A request copied out of NIO's types, so it can cross into a task.
-struct PendingRequest: Sendable {
-    let method: String
-    let target: String
-    let headers: SatchelCore.HTTPHeaders
-    let body: [UInt8]?
-    let version: HTTPVersion
-    var keepAlive: Bool
+/// In front of the request decoder: tells the connection handler that bytes arrived, so the request clock
+/// starts at a request's first byte rather than when its head is complete (a client dripping header bytes is
+/// what the read timeout is for).
+final class RequestBytesObserver: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
 
-    init(head: HTTPRequestHead, body: ByteBuffer?) {
-        method = head.method.rawValue
-        target = head.uri
-        var headers = SatchelCore.HTTPHeaders()
-        for (name, value) in head.headers { headers.add(name, value) }
-        self.headers = headers
-        self.body = body.map { Array($0.readableBytesView) }
-        version = head.version
-        keepAlive = head.isKeepAlive
-    }
-}
+    weak var connection: HTTPConnectionHandler?
 
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        connection?.bytesArrived()
+        context.fireChannelRead(data)
     }
 }

@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import SatchelCore
 import SatchelEngine
+import SatchelNetwork
 import SatchelStore
 
 /// `satchel serve`: the engine over HTTP/1.1 on SwiftNIO, in origin mode (`GET /app/x` with a Host header)
@@ -13,22 +14,44 @@ import SatchelStore
 public final class LocalServer: Sendable {
     public let responder: ServerResponder
     public let configuration: ServerConfiguration
-    private let group: MultiThreadedEventLoopGroup
+    private let group: any EventLoopGroup
+    /// Whether this server made its event loops (and so stops them on shutdown).
+    private let ownsGroup: Bool
+    /// The network fallback this server made on its loops (and so shuts down).
+    private let ownedFetcher: HTTPClientFetcher?
     private let serverChannel = Locked<(any Channel)?>(nil)
     /// Open connections, so that shutdown can ask each to quiesce.
     private let children = Locked([ObjectIdentifier: any Channel]())
 
-    public init(responder: ServerResponder) {
+    /// - Parameter eventLoopGroup: the loops to serve on; share them with the pipeline's `HTTPClientFetcher` so
+    ///   that upstream connections live on the same threads as the clients'. Nil makes (and owns) new ones.
+    public init(responder: ServerResponder, eventLoopGroup: (any EventLoopGroup)? = nil) {
         self.responder = responder
         configuration = responder.configuration
-        group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
+        ownsGroup = eventLoopGroup == nil
+        group = eventLoopGroup ?? MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
+        ownedFetcher = nil
+    }
+
+    /// `satchel serve` as a library: its own event loops, an ``HTTPClientFetcher`` on them for the network
+    /// fallback (so a miss's body moves from upstream to client on one thread), and the responder. Shutdown
+    /// stops all three.
+    public init(store: PackageStore, engine: ResourceEngine, policy: NetworkPolicy, configuration: ServerConfiguration, log: RequestLog = RequestLog()) {
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
+        let fetcher = HTTPClientFetcher(eventLoopGroup: loops)
+        let pipeline = RequestPipeline(engine: engine, fetcher: fetcher, policy: policy)
+        responder = ServerResponder(store: store, pipeline: pipeline, configuration: configuration, log: log)
+        self.configuration = configuration
+        group = loops
+        ownsGroup = true
+        ownedFetcher = fetcher
     }
 
     /// Binds and starts accepting; returns the bound port.
     public func start() async throws -> Int {
         let responder = self.responder
         let limits = configuration.limits
-        let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides)
+        let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides, ports: configuration.connectPorts)
         let children = self.children
         let cache = EncodedResponseCache(varying: responder.pipeline.engine.headersThatChangeResponses)
         Self.instantiateHandlerTypes()
@@ -50,14 +73,14 @@ public final class LocalServer: Sendable {
                     var decoderLimits = NIOHTTPDecoderLimitConfiguration()
                     decoderLimits.maxHeaderListSize = limits.maxHeaderBytes
                     decoderLimits.maxHeaderFieldSize = limits.maxHeaderBytes
-                    let deadlines = ConnectionDeadlines(readTimeout: TimeAmount(limits.readTimeout), idleTimeout: TimeAmount(limits.idleTimeout))
-                    try sync.addHandler(deadlines, name: ConnectTunnel.httpHandlerNames[0])
+                    let observer = RequestBytesObserver()
+                    let handler = HTTPConnectionHandler(responder: responder, limits: limits, connect: connect, cache: cache)
+                    observer.connection = handler
+                    try sync.addHandler(observer, name: ConnectTunnel.observerName)
                     try sync.addHandler(
                         ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)),
-                        name: ConnectTunnel.httpHandlerNames[1])
-                    try sync.addHandler(
-                        HTTPConnectionHandler(responder: responder, limits: limits, connect: connect, deadlines: deadlines, cache: cache),
-                        name: ConnectTunnel.httpHandlerNames[2])
+                        name: ConnectTunnel.decoderName)
+                    try sync.addHandler(handler, name: ConnectTunnel.handlerName)
                 }
             }
         let channel = try await bootstrap.bind(host: configuration.bindHost, port: configuration.port).get()
@@ -92,7 +115,8 @@ public final class LocalServer: Sendable {
             while child.isActive, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
             if child.isActive { try? await child.close() }
         }
-        try await group.shutdownGracefully()
+        try await ownedFetcher?.shutdown()
+        if ownsGroup { try await group.shutdownGracefully() }
     }
 
     /// Open connections right now.

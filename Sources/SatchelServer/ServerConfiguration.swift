@@ -13,6 +13,8 @@ public struct ServerConfiguration: Sendable {
     public var allowedUpstreams: [HostPattern]
     /// Host -> origin overrides (`m.shop.com=http://127.0.0.1:9000`), for tests and staging.
     public var upstreamOverrides: [String: String]
+    /// Ports a CONNECT tunnel may reach on an allowed host (HTTPS only, unless told otherwise).
+    public var connectPorts: Set<Int> = [443]
     /// Add the body hook to served HTML.
     public var injectHook: Bool
     /// Drop every body that reaches the engine, as WebKit does, so a desktop browser exercises restoration.

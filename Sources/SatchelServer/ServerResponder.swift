@@ -25,51 +25,65 @@ public final class ServerResponder: Sendable {
         publish = configuration.publishFolder.map { StaticFolder(root: $0) }
     }
 
-    /// - Parameters:
-    ///   - target: the request-target as received: origin-form (`/app/x`) or absolute-form (`http://h/app/x`).
-    public func respond(method: String, target: String, headers: HTTPHeaders, body: [UInt8]?) async -> ResourceResponse {
+    /// Where a request goes, decided once from its parsed target: every later step (the response cache, the
+    /// fast path, the full path, the log) takes this value, so none can pick another host.
+    enum Destination: Sendable, Equatable {
+        /// `/_satchel/…`: the status page, the hook, the body store.
+        case endpoint
+        /// The engine, for this URL: an absolute-form target as written, or `https://<host><path>` for a host a
+        /// package claims.
+        case engine(url: String)
+        /// No package claims the host (the server's own address): published files first when `--publish` is
+        /// given, then the engine for `--default-host`, as this URL.
+        case ownAddress(url: String)
+        /// `OPTIONS *`.
+        case server
+    }
+
+    func destination(of target: RequestTarget) -> Destination {
+        switch target.form {
+        case .asterisk, .authority:
+            return .server
+        case .absolute, .origin:
+            let path = target.path
+            if path == "/_satchel" || path.hasPrefix("/_satchel/") { return .endpoint }
+            if target.isAbsolute { return .engine(url: target.raw) }
+            if pipeline.engine.claims(host: target.host) { return .engine(url: "https://\(target.host)\(target.pathAndQuery)") }
+            return .ownAddress(url: "https://\(configuration.defaultHost ?? target.host)\(target.pathAndQuery)")
+        }
+    }
+
+    /// The full path: endpoints, published files, the engine and the network, with the outcome recorded.
+    func respond(to request: ServerRequest, destination: Destination) async -> ResourceResponse {
         let started = ContinuousClock.now
-        let isAbsolute = target.lowercased().hasPrefix("http://") || target.lowercased().hasPrefix("https://")
-        let parsed = isAbsolute ? RequestURL(target) : nil
-        let path = isAbsolute ? (parsed?.rawPath ?? "/") + (parsed?.query.map { "?" + $0 } ?? "") : target
-        let hostHeader = Self.hostWithoutPort(headers["Host"] ?? "")
-        let (response, outcome, channel) = await answer(method: method, target: target, isAbsolute: isAbsolute, path: path, host: hostHeader, headers: headers, body: body)
-        let shown = isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)"
-        record(method: method, shown: shown, path: path, status: response.status, outcome: outcome, channel: channel, started: started)
+        let (response, outcome, channel) = await answer(request, destination: destination)
+        record(request.method, request.target, status: response.status, outcome: outcome, channel: channel, started: started)
         return response
     }
 
     /// The fast path, for the event loop: answers when a package (or a definite error) can, with no network
-    /// and no task hop; nil when the request needs ``respond(method:target:headers:body:)``.
-    public func respondFromPackages(method: String, target: String, headers: HTTPHeaders, body: [UInt8]?) -> ResourceResponse? {
+    /// and no task hop; nil when the request needs ``respond(to:destination:)``.
+    func respondFromPackages(_ request: ServerRequest, destination: Destination) -> ResourceResponse? {
         let started = ContinuousClock.now
-        let isAbsolute = target.utf8.first != UInt8(ascii: "/")
-        guard !isAbsolute || target.lowercased().hasPrefix("http://") || target.lowercased().hasPrefix("https://") else { return nil }
-        let host = Self.hostWithoutPort(headers["Host"] ?? "")
-        let url: String
-        if isAbsolute {
-            url = target
-        } else {
-            guard !target.hasPrefix("/_satchel") else { return nil }
-            if pipeline.engine.claims(host: host) {
-                url = "https://\(host)\(target)"
-            } else {
-                // The server's own address: published files (the full path checks them) or the default host.
-                guard publish == nil, let defaultHost = configuration.defaultHost else { return nil }
-                url = "https://\(defaultHost)\(target)"
-            }
-        }
-        var requestHeaders = headers
-        if configuration.emulateBodyLoss { requestHeaders.remove("Content-Length") }
-        let request = ResourceRequest(method: method, url: url, headers: requestHeaders, body: configuration.emulateBodyLoss ? nil : body)
+        guard let url = packageURL(destination), request.method == "GET" || request.method == "HEAD" else { return nil }
+        let engineRequest = engineRequest(request, url: url)
         // Only plain reads: anything else may go to the network, and a body restoration must happen once.
-        guard method == "GET" || method == "HEAD", !pipeline.engine.restoresBody(request),
-            case .response(var response) = pipeline.engine.handleSynchronously(request)
-        else { return nil }
-        let label = Self.packageOutcome(response.status)
+        guard !pipeline.engine.restoresBody(engineRequest), case .response(var response) = pipeline.engine.handleSynchronously(engineRequest) else {
+            return nil
+        }
         if configuration.injectHook { response = injectingHook(into: response) }
-        record(method: method, shown: isAbsolute ? target : "http://\(headers["Host"] ?? "?")\(target)", path: target, status: response.status, outcome: label, channel: .none, started: started)
+        record(request.method, request.target, status: response.status, outcome: Self.packageOutcome(response.status), channel: .none, started: started)
         return response
+    }
+
+    /// The engine URL of a destination that packages alone may answer (the event loop's fast path and the
+    /// response cache); nil for endpoints, and for the server's own address while published files come first.
+    func packageURL(_ destination: Destination) -> String? {
+        switch destination {
+        case .engine(let url): url
+        case .ownAddress(let url) where publish == nil && configuration.defaultHost != nil: url
+        case .ownAddress, .endpoint, .server: nil
+        }
     }
 
     /// How the status page names a package answer.
@@ -78,14 +92,23 @@ public final class ServerResponder: Sendable {
     }
 
     /// Logs a request answered from ``EncodedResponseCache`` (the engine's answer, reused).
-    func recordReused(method: String, target: String, hostHeader: String, status: Int, outcome: String) {
-        record(method: method, shown: "http://\(hostHeader)\(target)", path: target, status: status, outcome: outcome, channel: .none, started: ContinuousClock.now)
+    func recordReused(target: RequestTarget, status: Int, outcome: String) {
+        record("GET", target, status: status, outcome: outcome, channel: .none, started: ContinuousClock.now)
     }
 
-    private func record(method: String, shown: String, path: String, status: Int, outcome: String, channel: BodyChannel, started: ContinuousClock.Instant) {
+    /// The request as the engine sees it, with the body dropped when emulating WebKit's loss.
+    private func engineRequest(_ request: ServerRequest, url: String) -> ResourceRequest {
+        guard configuration.emulateBodyLoss else { return ResourceRequest(method: request.method, url: url, headers: request.headers, body: request.body) }
+        var headers = request.headers
+        headers.remove("Content-Length")
+        return ResourceRequest(method: request.method, url: url, headers: headers, body: nil)
+    }
+
+    private func record(_ method: String, _ target: RequestTarget, status: Int, outcome: String, channel: BodyChannel, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        if !path.hasPrefix("/_satchel/status") {
+        let shown = target.isAbsolute ? target.raw : "http://\(target.host)\(target.port.map { ":\($0)" } ?? "")\(target.pathAndQuery)"
+        if !target.path.hasPrefix("/_satchel/status") {
             log.record(RequestLog.Record(
                 millisecondsOfDay: RequestLog.millisecondsOfDayNow(), method: method, url: shown, status: status, outcome: outcome,
                 bodyChannel: channel == .none ? nil : channel.rawValue, milliseconds: (milliseconds * 10).rounded() / 10))
@@ -95,27 +118,22 @@ public final class ServerResponder: Sendable {
         }
     }
 
-    private func answer(method: String, target: String, isAbsolute: Bool, path: String, host: String, headers: HTTPHeaders, body: [UInt8]?) async -> (ResourceResponse, String, BodyChannel) {
-        if path.hasPrefix("/_satchel/") || path == "/_satchel" {
-            return (await satchelEndpoint(method: method, path: path, headers: headers, body: body), "satchel", .none)
-        }
-        let engine = pipeline.engine
+    private func answer(_ request: ServerRequest, destination: Destination) async -> (ResourceResponse, String, BodyChannel) {
         let url: String
-        if isAbsolute {
-            url = target
-        } else if engine.claims(host: host) {
-            url = "https://\(host)\(target)"
-        } else {
-            // The server's own address (no package claims it): published files first, then the default host.
-            if let publish, let response = publish.respond(to: ResourceRequest(method: method, url: target, headers: headers), path: path.split(separator: "?", maxSplits: 1)[0].description) {
+        switch destination {
+        case .endpoint:
+            return (await satchelEndpoint(method: request.method, path: String(request.target.path), headers: request.headers, body: request.body), "satchel", .none)
+        case .server:
+            return (ResourceResponse(status: 204, headers: ["Allow": "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE", "Content-Length": "0"]), "satchel", .none)
+        case .engine(let engineURL):
+            url = engineURL
+        case .ownAddress(let engineURL):
+            if let publish, let response = publish.respond(to: ResourceRequest(method: request.method, url: request.target.pathAndQuery, headers: request.headers), path: String(request.target.path)) {
                 return (response, "published", .none)
             }
-            url = "https://\(configuration.defaultHost ?? host)\(target)"
+            url = engineURL
         }
-        let requestBody = configuration.emulateBodyLoss ? nil : body
-        var requestHeaders = headers
-        if configuration.emulateBodyLoss { requestHeaders.remove("Content-Length") }
-        let (response, outcome, channel) = await pipeline.respond(to: ResourceRequest(method: method, url: url, headers: requestHeaders, body: requestBody))
+        let (response, outcome, channel) = await pipeline.respond(to: engineRequest(request, url: url))
         let label: String
         switch outcome {
         case .package: label = Self.packageOutcome(response.status)
@@ -220,26 +238,17 @@ public final class ServerResponder: Sendable {
         return ResourceResponse(status: status, headers: ["Content-Type": type, "Content-Length": String(body.count), "Cache-Control": "no-store"], body: .bytes(body))
     }
 
-    static func hostWithoutPort(_ host: String) -> String {
-        // One pass over the bytes; most Host headers are lower-case already, so no lower-casing copy then.
-        var hasUpper = false
-        var colon: String.Index?
-        for index in host.utf8.indices {
-            let byte = host.utf8[index]
-            if byte == UInt8(ascii: "[") { return bracketed(host.lowercased()) }
-            if byte == UInt8(ascii: ":") {
-                colon = index
-                break
-            }
-            if byte >= 0x41, byte <= 0x5A { hasUpper = true }
-        }
-        let name = colon.map { String(host[..<$0]) } ?? host
-        return hasUpper ? name.lowercased() : name
-    }
-
-    /// An IPv6 literal keeps its brackets and loses the port.
-    private static func bracketed(_ lower: String) -> String {
-        lower.split(separator: "]").first.map { $0 + "]" } ?? lower
+    /// An error answer: plain text that no browser sniffs into anything else, never cached, the reason also in
+    /// `X-Satchel-Error` for scripts.
+    static func error(_ status: Int, _ message: String) -> ResourceResponse {
+        let body = Array((message + "\n").utf8)
+        return ResourceResponse(
+            status: status,
+            headers: [
+                "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.count), "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff", "X-Satchel-Error": message,
+            ],
+            body: .bytes(body))
     }
 
 }

@@ -98,7 +98,7 @@ public struct CatalogClient: Sendable {
             do {
                 let response = try await fetcher.fetch(ResourceRequest(method: "GET", url: url, headers: headers), timeouts: timeouts)
                 var body: [UInt8] = []
-                for try await chunk in ResumableDownload.chunks(of: response.body) {
+                for try await chunk in response.body.chunks() {
                     body += chunk
                     guard body.count <= maxBytes else { throw UpdateError.catalog(url: url, .tooLarge(body.count)) }
                 }

@@ -173,7 +173,7 @@ public struct ResumableDownload: Sendable {
         guard descriptor >= 0 else { throw .system("open", partial) }
         defer { close(descriptor) }
         do {
-            for try await chunk in Self.chunks(of: response.body) {
+            for try await chunk in response.body.chunks() {
                 guard offset + Int64(chunk.count) <= target.size else {
                     throw UpdateError.sizeMismatch(url: target.url, expected: target.size, actual: offset + Int64(chunk.count))
                 }
@@ -208,27 +208,6 @@ public struct ResumableDownload: Sendable {
         if let tag = headers["ETag"], !tag.hasPrefix("W/"), !tag.isEmpty { return tag }
         if let date = headers["Last-Modified"], !date.isEmpty { return date }
         return nil
-    }
-
-    static func chunks(of body: ResponseBody) -> AsyncThrowingStream<[UInt8], any Error> {
-        switch body {
-        case .stream(let stream): return stream
-        case .empty: return AsyncThrowingStream { $0.finish() }
-        case .bytes(let bytes):
-            return AsyncThrowingStream { continuation in
-                continuation.yield(bytes)
-                continuation.finish()
-            }
-        case .file(let region):
-            return AsyncThrowingStream { continuation in
-                Task {
-                    do {
-                        for try await chunk in region.chunks() { continuation.yield(chunk) }
-                        continuation.finish()
-                    } catch { continuation.finish(throwing: error) }
-                }
-            }
-        }
     }
 
     static func size(of path: String) -> Int64 {

@@ -53,7 +53,7 @@ public struct UpdaterOptions: Sendable {
 
     public init(
         catalogURL: String, trustedKeys: [VerifyingKey] = [], runtime: SemanticVersion? = nil, allowDowngrade: Bool = false,
-        packages: [PackageID] = [], timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(15), total: .seconds(3600)),
+        packages: [PackageID] = [], timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(15), responseHead: .seconds(60), idle: .seconds(60)),
         retry: RetryPolicy = RetryPolicy()
     ) {
         self.catalogURL = catalogURL

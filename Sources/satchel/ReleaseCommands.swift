@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelNetwork
 import SatchelOptions
 import SatchelStore
 import SatchelUpdate
@@ -201,14 +202,18 @@ extension Satchel {
             let store = try options.openForCommand()
             let runtimeVersion = try runtime.map(parseVersion)
             let ids = try packages.map(parseID)
-            let updater = Updater(store: store, options: UpdaterOptions(
+            // The NIO fetcher: real backpressure on Linux and header fields as sent (see SatchelNetwork).
+            let fetcher = HTTPClientFetcher()
+            let updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
                 catalogURL: catalog, trustedKeys: store.configuration.trustedKeys, runtime: runtimeVersion,
                 allowDowngrade: allowDowngrade, packages: ids, retry: RetryPolicy(attempts: attempts)))
             let bar = LockedProgressBar(enabled: !json)
             let report: UpdateReport
             do {
                 report = try await updater.run { event in bar.show(event) }
+                try? await fetcher.shutdown()
             } catch {
+                try? await fetcher.shutdown()
                 bar.clear()
                 Output.error(error.description)
                 throw ExitCode.failure

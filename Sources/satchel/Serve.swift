@@ -31,10 +31,15 @@ extension Satchel {
         @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String = "info"
         @Flag(help: "Turn the access log off (benchmarks).") var noAccessLog = false
         @Option(help: "Event loop threads.") var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+        @Option(name: .customLong("allow-connect-port"), help: "A port CONNECT tunnels may reach on allowed hosts (repeatable; default 443 only).")
+        var connectPorts: [Int] = []
 
         func validate() throws {
             guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
             guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+            for connectPort in connectPorts where !(1...65535).contains(connectPort) {
+                throw ValidationError("--allow-connect-port must be between 1 and 65535, not \(connectPort)")
+            }
         }
 
         func run() async throws {
@@ -49,9 +54,10 @@ extension Satchel {
             let packageStore = try storeOptions.openForCommand()
             let launch = try storeOperation { () throws(StoreError) in try packageStore.beginLaunch() }
             for rollback in launch.rolledBack { Output.note("\(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)") }
-            let configuration = ServerConfiguration(
+            var configuration = ServerConfiguration(
                 bindHost: bind, port: port, defaultHost: defaultHost, allowedUpstreams: hosts, upstreamOverrides: overrides,
                 injectHook: injectHook, emulateBodyLoss: emulateBodyLoss, publishFolder: publish, threads: threads, accessLog: !noAccessLog)
+            if !connectPorts.isEmpty { configuration.connectPorts = Set(connectPorts) }
             let engine: ResourceEngine
             do {
                 engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(cors: .anyOrigin, activation: .immediate))
@@ -59,8 +65,7 @@ extension Satchel {
                 Output.error("\(error)")
                 throw ExitCode.failure
             }
-            let pipeline = RequestPipeline(engine: engine, policy: try upstream.policy())
-            let server = LocalServer(responder: ServerResponder(store: packageStore, pipeline: pipeline, configuration: configuration))
+            let server = LocalServer(store: packageStore, engine: engine, policy: try upstream.policy(), configuration: configuration)
             let boundPort: Int
             do { boundPort = try await server.start() } catch {
                 Output.error("cannot listen on \(bind):\(port): \(error)")

@@ -53,24 +53,6 @@ func text(_ string: String) -> [UInt8] { Array(string.utf8) }
 /// Deterministic bytes of a given size.
 func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
 
-extension ResponseBody {
-    /// Collects the whole body (tests only).
-    func collect() async throws -> [UInt8] {
-        switch self {
-        case .empty: return []
-        case .bytes(let bytes): return bytes
-        case .file(let region):
-            var out: [UInt8] = []
-            for try await chunk in region.chunks() { out += chunk }
-            return out
-        case .stream(let stream):
-            var out: [UInt8] = []
-            for try await chunk in stream { out += chunk }
-            return out
-        }
-    }
-}
-
 extension ResourceEngine {
     func get(_ url: String, _ headers: HTTPHeaders = HTTPHeaders(), method: String = "GET") async -> EngineResult {
         await handle(ResourceRequest(method: method, url: url, headers: headers))

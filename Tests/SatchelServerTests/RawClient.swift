@@ -7,8 +7,15 @@ import Glibc
 final class RawClient {
     let descriptor: Int32
 
-    init(port: Int) throws {
+    private var open = true
+
+    /// - Parameter receiveBuffer: a small kernel receive buffer makes a client that stops reading hold the
+    ///   server back sooner (loopback buffers otherwise grow to megabytes).
+    init(port: Int, receiveBuffer: Int? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer.map(Int32.init) {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -21,7 +28,14 @@ final class RawClient {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { close(descriptor) }
+    deinit { close() }
+
+    /// Closes the connection (the server sees the client go away).
+    func close() {
+        guard open else { return }
+        open = false
+        Glibc.close(descriptor)
+    }
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
@@ -57,8 +71,8 @@ final class RawClient {
 
     /// Reads `count` complete responses (heads plus Content-Length bodies).
     /// - Parameter heads: indexes of responses to HEAD requests, which have no body whatever their length says.
-    func responses(_ count: Int, heads: Set<Int> = []) async -> [(status: Int, headers: [String: String], body: [UInt8])] {
-        var parsed: [(Int, [String: String], [UInt8])] = []
+    func responses(_ count: Int, heads: Set<Int> = []) async -> [RawResponse] {
+        var parsed: [RawResponse] = []
         var pending: [UInt8] = []
         while parsed.count < count {
             if let (response, rest) = Self.parse(pending, head: heads.contains(parsed.count)) {
@@ -74,14 +88,17 @@ final class RawClient {
         return parsed
     }
 
-    static func parse(_ bytes: [UInt8], head isHead: Bool = false) -> ((Int, [String: String], [UInt8]), [UInt8])? {
+    static func parse(_ bytes: [UInt8], head isHead: Bool = false) -> (RawResponse, [UInt8])? {
         guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else { return nil }
         let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let status = Int(head[0].split(separator: " ")[1]) ?? 0
         var headers: [String: String] = [:]
+        var fields: [(name: String, value: String)] = []
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = value
+            fields.append((String(line[..<colon]), value))
         }
         if !isHead, headers["transfer-encoding"]?.lowercased() == "chunked" {
             // size CRLF data CRLF ... 0 CRLF CRLF
@@ -92,7 +109,7 @@ final class RawClient {
                 let size = Int(String(decoding: bytes[cursor..<lineEnd.lowerBound], as: UTF8.self), radix: 16) ?? 0
                 let dataStart = lineEnd.upperBound
                 guard bytes.count >= dataStart + size + 2 else { return nil }
-                if size == 0 { return ((status, headers, body), Array(bytes[(dataStart + 2)...])) }
+                if size == 0 { return (RawResponse(status: status, headers: headers, fields: fields, body: body), Array(bytes[(dataStart + 2)...])) }
                 body += bytes[dataStart..<dataStart + size]
                 cursor = dataStart + size + 2
             }
@@ -100,12 +117,23 @@ final class RawClient {
         let length = isHead ? 0 : Int(headers["content-length"] ?? "0") ?? 0
         let bodyStart = end.upperBound
         guard bytes.count - bodyStart >= length else { return nil }
-        return ((status, headers, Array(bytes[bodyStart..<bodyStart + length])), Array(bytes[(bodyStart + length)...]))
+        return (RawResponse(status: status, headers: headers, fields: fields, body: Array(bytes[bodyStart..<bodyStart + length])), Array(bytes[(bodyStart + length)...]))
     }
 }
 
+/// One parsed response: `headers` by lower-case name (the last of repeated fields), `fields` every line as sent.
+struct RawResponse {
+    let status: Int
+    let headers: [String: String]
+    let fields: [(name: String, value: String)]
+    let body: [UInt8]
+
+    /// Every value of a field, in order, compared case-insensitively.
+    func values(_ name: String) -> [String] { fields.filter { $0.name.lowercased() == name.lowercased() }.map(\.value) }
+}
+
 /// A response's body as text ("" when there is no response).
-func bodyText(_ response: (status: Int, headers: [String: String], body: [UInt8])?) -> String {
+func bodyText(_ response: RawResponse?) -> String {
     String(decoding: response?.body ?? [], as: UTF8.self)
 }
 

@@ -14,7 +14,10 @@ final class ServerFixture: @unchecked Sendable {
     let port: Int
     let store: PackageStore
 
-    init(configuration: ServerConfiguration = ServerConfiguration(port: 0, accessLog: false), files: [String: String]? = nil, bigFile: Int = 0) async throws {
+    init(
+        configuration: ServerConfiguration = ServerConfiguration(port: 0, accessLog: false), files: [String: String]? = nil, bigFile: Int = 0,
+        routes: [Route] = [], timeouts: FetchTimeouts = FetchTimeouts()
+    ) async throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-server-\(UUID().uuidString)").path
         try makeTree(folder + "/src", files ?? ["index.html": "<!doctype html><html><head><title>t</title></head><body>home</body></html>", "app.js": "console.log(1)", "offline.html": "<h1>offline</h1>"])
         if bigFile > 0 {
@@ -23,13 +26,13 @@ final class ServerFixture: @unchecked Sendable {
         }
         let options = PackOptions(
             id: try PackageID("shop"), version: try SemanticVersion("1.0.0"), scope: try Scope(hosts: [HostPattern("m.shop.example")]),
-            offlinePage: try SafePath(validating: "offline.html"))
+            offlinePage: try SafePath(validating: "offline.html"), routes: routes)
         let bundle = try Packer.pack(source: folder + "/src", options: options, outputFolder: folder + "/out").bundle
         store = try PackageStore(root: folder + "/store")
         _ = try store.install(bundle: bundle)
         let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
-        let pipeline = RequestPipeline(engine: engine, policy: NetworkPolicy(allowedHosts: configuration.allowedUpstreams, upstreamOverrides: configuration.upstreamOverrides))
-        server = LocalServer(responder: ServerResponder(store: store, pipeline: pipeline, configuration: configuration))
+        let policy = NetworkPolicy(allowedHosts: configuration.allowedUpstreams, upstreamOverrides: configuration.upstreamOverrides, timeouts: timeouts)
+        server = LocalServer(store: store, engine: engine, policy: policy, configuration: configuration)
         port = try await server.start()
     }
 
@@ -102,35 +105,7 @@ struct ServerTests {
     }
 }
 
-/// The python origin of the engine tests, reused: echo, hang, big responses.
-final class Origin: @unchecked Sendable {
-    let process = Process()
-    let stdin = Pipe()
-    let port: Int
-
-    init() throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("SatchelEngineTests/Resources/origin.py").path
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdin
-        try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-    }
-
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
-}
+typealias Origin = TestOrigin
 
 @Suite("satchel serve: limits, proxy mode, CONNECT, bodies, shutdown", .serialized)
 struct ServerLimitTests {
@@ -231,7 +206,7 @@ struct ServerLimitTests {
         let fixture = try await ServerFixture(configuration: configuration)
         let client = try RawClient(port: fixture.port)
         // What the hook sends: the body in a header (it will also be in the request body, which is dropped).
-        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body: caf%C3%A9\r\nX-Satchel-Content-Type: text/plain\r\nContent-Length: 5\r\n\r\ncafé".replacingOccurrences(of: "Content-Length: 5", with: "Content-Length: 5"))
+        client.send("POST http://m.shop.example/echo HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Body: caf%C3%A9\r\nX-Satchel-Content-Type: text/plain\r\nContent-Length: 5\r\n\r\ncafé")
         let restored = await client.responses(1)
         let restoredEcho = try JSONSerialization.jsonObject(with: Data(restored.first?.body ?? [])) as? [String: Any]
         #expect(restoredEcho?["body"] as? String == Data("café".utf8).base64EncodedString())

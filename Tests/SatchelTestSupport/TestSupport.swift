@@ -105,3 +105,45 @@ public func withSmallFileSystem<T>(at path: String, size: String, _ body: () asy
     defer { _ = try? runProcess("/bin/umount", [path]) }
     return try await body()
 }
+
+/// The local origin (`origin.py` beside this file) for tests of the network fallback: echo, redirects, resets,
+/// garbage, stalls, drips, big and endless bodies, repeated header fields. Started by the test that needs it
+/// and stopped by it; it also stops when its standard input closes, so a test that dies leaves nothing running.
+public final class TestOrigin: @unchecked Sendable {
+    let process = Process()
+    let stdin = Pipe()
+    public let port: Int
+
+    public init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("origin.py").path
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardInput = stdin
+        try process.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: script])
+        }
+        self.port = port
+    }
+
+    public var base: String { "http://127.0.0.1:\(port)" }
+
+    /// What `/events` reports (what happened on `/hang`, `/big` and `/drip`), fetched without Satchel.
+    public func events() throws -> [String] {
+        let output = try run("/usr/bin/curl", ["-sf", base + "/events"])
+        return (try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String]) ?? []
+    }
+
+    public func stop() {
+        try? stdin.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}

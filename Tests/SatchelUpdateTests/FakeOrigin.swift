@@ -82,7 +82,7 @@ final class FakeOrigin: NetworkFetcher, @unchecked Sendable {
                 continuation.finish()
             }
         }
-        return ResourceResponse(status: status, headers: headers, body: .stream(stream))
+        return ResourceResponse(status: status, headers: headers, body: .stream(BodyStream(stream)))
     }
 
     private func record(_ request: ResourceRequest, _ status: Int) {

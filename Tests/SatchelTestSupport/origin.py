@@ -8,6 +8,10 @@
   /big?n=N   N bytes of a repeating pattern, streamed in 64 KiB writes
   /hang      holds the response open, noting in /events when the client goes away
   /events    JSON list of what happened on /hang
+  /cookies   two Set-Cookie fields and a field repeated three times, with Content-Length
+  /drip?n=N&seconds=S   the head at once, then N bytes spread evenly over S seconds (Content-Length N)
+  /late?ms=M the head only after M milliseconds
+  /nolength?n=N         N bytes with no Content-Length (the body ends when the connection closes)
 It stops when its standard input closes, so a test that dies cannot leave it running."""
 import base64, http.server, json, socket, socketserver, struct, sys, threading, time
 
@@ -51,6 +55,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         elif path == "/big":
             n = int(self.path.split("n=")[1])
+            events.append("big: started")
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(n))
@@ -59,8 +64,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             sent = 0
             while sent < n:
                 chunk = block[: min(len(block), n - sent)]
-                self.wfile.write(chunk)
+                try:
+                    self.wfile.write(chunk)
+                except OSError:
+                    events.append("big: client went away after %d bytes" % sent)
+                    return
                 sent += len(chunk)
+            events.append("big: finished")
         elif path == "/hang":
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -76,12 +86,51 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return
                 time.sleep(0.05)
             events.append("hang: finished")
+        elif path == "/cookies":
+            body = b"two cookies"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Set-Cookie", "a=1; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT; HttpOnly")
+            self.send_header("X-Repeated", "first")
+            self.send_header("Set-Cookie", "b=2; Path=/")
+            self.send_header("X-Repeated", "second")
+            self.send_header("X-Repeated", "third, with a comma")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif path == "/drip":
+            query = dict(part.split("=") for part in self.path.split("?", 1)[1].split("&"))
+            n, seconds = int(query["n"]), float(query["seconds"])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            self.wfile.flush()
+            for index in range(n):
+                time.sleep(seconds / n)
+                try:
+                    self.wfile.write(bytes([0x41 + index % 26]))
+                    self.wfile.flush()
+                except OSError:
+                    events.append("drip: client went away")
+                    return
+        elif path == "/late":
+            time.sleep(int(self.path.split("ms=")[1]) / 1000)
+            self.send(200, b"late", "text/plain")
+        elif path == "/nolength":
+            n = int(self.path.split("n=")[1])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(bytes(range(256)) * (n // 256) + bytes(range(n % 256)))
+            self.close_connection = True
         elif path == "/events":
             self.send(200, json.dumps(events).encode())
         else:
             self.send(404, b"not found", "text/plain")
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_any
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = handle_any
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True

@@ -1,0 +1,190 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import SatchelCore
+import SatchelEngine
+@testable import SatchelNetwork
+import SatchelTestSupport
+import Testing
+
+/// The fetcher against a real local origin that misbehaves: repeated fields, drips, late heads, stalls,
+/// resets, garbage, a 512 MB body behind a consumer that stops reading.
+@Suite("HTTPClientFetcher against a real origin", .serialized)
+struct HTTPClientFetcherTests {
+    let fetcher = HTTPClientFetcher(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+
+    func withOrigin(_ body: (TestOrigin) async throws -> Void) async throws {
+        let origin = try TestOrigin()
+        do { try await body(origin) } catch {
+            origin.stop()
+            try await fetcher.shutdown()
+            throw error
+        }
+        origin.stop()
+        try await fetcher.shutdown()
+    }
+
+    struct Echo: Decodable {
+        let method: String
+        let path: String
+        let headers: [[String]]
+        let body: String
+    }
+
+    @Test("repeated response fields stay separate lines in order, Content-Length passes through, hop-by-hop fields do not")
+    func responseFieldsAsSent() async throws {
+        try await withOrigin { origin in
+            let response = try await fetcher.fetch(ResourceRequest(url: origin.base + "/cookies"), timeouts: FetchTimeouts())
+            #expect(response.status == 200)
+            #expect(response.headers.values("Set-Cookie") == ["a=1; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT; HttpOnly", "b=2; Path=/"])
+            #expect(response.headers.values("X-Repeated") == ["first", "second", "third, with a comma"])
+            #expect(response.headers["Content-Length"] == "11")
+            let names = response.headers.map { $0.name.lowercased() }
+            #expect(names.firstIndex(of: "set-cookie")! < names.firstIndex(of: "x-repeated")!, "order kept")
+            #expect(!names.contains("connection") && !names.contains("transfer-encoding"))
+            #expect(String(decoding: try await response.body.collect(), as: UTF8.self) == "two cookies")
+        }
+    }
+
+    @Test("request fields arrive as sent: order, repeats, nothing added but Host and the body's length")
+    func requestFieldsAsSent() async throws {
+        try await withOrigin { origin in
+            let headers: HTTPHeaders = HTTPHeaders([
+                ("Accept", "application/json"), ("X-Multi", "one"), ("Cookie", "a=1"), ("X-Multi", "two"), ("Content-Type", "text/plain"),
+            ])
+            let request = ResourceRequest(method: "POST", url: origin.base + "/echo?q=%41", headers: headers, body: Array("body".utf8))
+            let response = try await fetcher.fetch(request, timeouts: FetchTimeouts())
+            let echo = try JSONDecoder().decode(Echo.self, from: Data(try await response.body.collect()))
+            #expect(echo.method == "POST")
+            #expect(echo.path == "/echo?q=%41")
+            #expect(echo.body == Data("body".utf8).base64EncodedString())
+            #expect(echo.headers.map { $0[0] } == ["Host", "Accept", "X-Multi", "Cookie", "X-Multi", "Content-Type", "Content-Length"])
+            #expect(echo.headers.first == ["Host", "127.0.0.1:\(origin.port)"])
+            #expect(echo.headers.filter { $0[0] == "X-Multi" }.map { $0[1] } == ["one", "two"])
+        }
+    }
+
+    @Test("the head timeout bounds the wait for the head only: a late head times out, a body dripping for longer than it arrives whole")
+    func headTimeoutNeverCutsABody() async throws {
+        try await withOrigin { origin in
+            let short = FetchTimeouts(responseHead: .milliseconds(500), idle: .seconds(5))
+            do {
+                _ = try await fetcher.fetch(ResourceRequest(url: origin.base + "/late?ms=2000"), timeouts: short)
+                Issue.record("a head later than the head timeout must time out")
+            } catch let error as FetchError {
+                #expect(error.status == 504)
+            }
+            // 30 bytes over 2.4 s with a 1 s head timeout (a route's `network-first:1000`): all 30 arrive.
+            let route = FetchTimeouts(responseHead: .milliseconds(1000), idle: .seconds(5))
+            let started = ContinuousClock.now
+            let drip = try await fetcher.fetch(ResourceRequest(url: origin.base + "/drip?n=30&seconds=2.4"), timeouts: route)
+            let bytes = try await drip.body.collect()
+            #expect(bytes.count == 30)
+            #expect(bytes == (0..<30).map { UInt8(0x41 + $0 % 26) })
+            #expect(ContinuousClock.now - started >= .seconds(2), "the body took longer than the head timeout")
+        }
+    }
+
+    @Test("the idle timeout counts only time spent waiting for the upstream, never a slow consumer")
+    func idleTimeout() async throws {
+        try await withOrigin { origin in
+            let timeouts = FetchTimeouts(responseHead: .seconds(5), idle: .milliseconds(500))
+            // The upstream goes quiet for 2 s before its first body byte.
+            let quiet = try await fetcher.fetch(ResourceRequest(url: origin.base + "/drip?n=2&seconds=4"), timeouts: timeouts)
+            do {
+                _ = try await quiet.body.collect()
+                Issue.record("a body that stalls past the idle timeout must fail")
+            } catch let error as FetchError {
+                #expect(error.status == 504)
+                #expect(error.description.contains("no body bytes"))
+            }
+            // The consumer pauses for three idle periods: the body still arrives whole.
+            let big = try await fetcher.fetch(ResourceRequest(url: origin.base + "/big?n=\(4 << 20)"), timeouts: timeouts)
+            guard case .stream(let stream) = big.body else { Issue.record("expected a stream"); return }
+            var iterator = stream.makeAsyncIterator()
+            var total = try await iterator.next()?.count ?? 0
+            try await Task.sleep(for: .milliseconds(1500))
+            while let chunk = try await iterator.next() { total += chunk.count }
+            #expect(total == 4 << 20)
+        }
+    }
+
+    @Test("backpressure: while the consumer does not read, the upstream is not read either")
+    func backpressure() async throws {
+        try await withOrigin { origin in
+            let bytes = try await Self.bytesSentWhileConsumerPauses(fetcher, origin: origin)
+            #expect(bytes < 64 << 20, "the origin sent \(bytes) bytes while the consumer paused")
+        }
+    }
+
+    /// Reads four chunks of a 512 MB body, pauses 2 s, stops; returns how much the origin had sent when the
+    /// connection closed. Without backpressure that is all 512 MB (loopback moves gigabytes a second); with it,
+    /// what was taken plus what the kernel's socket buffers hold.
+    static func bytesSentWhileConsumerPauses(_ fetcher: any NetworkFetcher, origin: TestOrigin) async throws -> Int {
+        let consumer = Task {
+            let response = try await fetcher.fetch(ResourceRequest(url: origin.base + "/big?n=\(512 << 20)"), timeouts: FetchTimeouts(idle: .seconds(30)))
+            var iterator = response.body.chunks().makeAsyncIterator()
+            for _ in 0..<4 { _ = try await iterator.next() }
+            try await Task.sleep(for: .seconds(2))
+        }
+        _ = await consumer.result
+        var sent: Int?
+        for _ in 0..<100 where sent == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            let events = try origin.events()
+            if events.contains("big: finished") { return 512 << 20 }  // it sent everything: nothing held it back
+            sent = events.compactMap { event in
+                event.hasPrefix("big: client went away after ") ? Int(event.split(separator: " ").dropLast().last ?? "") : nil
+            }.first
+        }
+        return try #require(sent, "the origin saw the upstream request close")
+    }
+
+    @Test("cancelling the consumer closes the upstream request")
+    func cancellation() async throws {
+        try await withOrigin { origin in
+            let consumer = Task {
+                let response = try await fetcher.fetch(ResourceRequest(url: origin.base + "/hang"), timeouts: FetchTimeouts())
+                for try await _ in response.body.chunks() {}
+            }
+            try await Task.sleep(for: .milliseconds(400))
+            consumer.cancel()
+            _ = await consumer.result
+            var events: [String] = []
+            for _ in 0..<30 where !events.contains("hang: client went away") {
+                try await Task.sleep(for: .milliseconds(100))
+                events = try origin.events()
+            }
+            #expect(events.contains("hang: client went away"))
+        }
+    }
+
+    @Test("refused, reset, garbage: typed 502s; redirects are returned, not followed; HEAD has no body")
+    func failuresAndRedirects() async throws {
+        try await withOrigin { origin in
+            for path in ["/reset", "/garbage"] {
+                do {
+                    let response = try await fetcher.fetch(ResourceRequest(url: origin.base + path), timeouts: FetchTimeouts())
+                    _ = try await response.body.collect()
+                    Issue.record("\(path) must fail")
+                } catch let error as FetchError {
+                    #expect(error.status == 502, "\(path): \(error)")
+                }
+            }
+            do {
+                _ = try await fetcher.fetch(ResourceRequest(url: "http://127.0.0.1:9/x"), timeouts: FetchTimeouts())
+                Issue.record("nothing listens on port 9")
+            } catch let error as FetchError {
+                #expect(error.status == 502)
+                #expect(error.description.contains("127.0.0.1"))
+            }
+            let redirect = try await fetcher.fetch(ResourceRequest(url: origin.base + "/redirect"), timeouts: FetchTimeouts())
+            #expect(redirect.status == 302)
+            #expect(redirect.headers["Location"] == "/echo")
+            let head = try await fetcher.fetch(ResourceRequest(method: "HEAD", url: origin.base + "/cookies"), timeouts: FetchTimeouts())
+            #expect(head.status == 200)
+            #expect(head.headers["Content-Length"] == "11")
+            #expect(try await head.body.collect().isEmpty)
+        }
+    }
+}
