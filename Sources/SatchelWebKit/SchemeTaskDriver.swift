@@ -147,17 +147,11 @@ public final class SchemeTaskDriver: Sendable {
                 task.didReceive(head)
             }
             do {
-                try await stream(response.body) { chunk in
-                    let executor = self.executor
-                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                        executor.execute {
-                            guard running.state.chunkReady() == .send else { return continuation.resume() }
-                            running.readyWaiter = continuation
-                            task.didReceive(chunk) { [executor] in
-                                if executor.isCurrent { running.resumeReadyWaiter() } else { executor.execute { running.resumeReadyWaiter() } }
-                            }
-                        }
-                    }
+                // Every kind of body as bounded chunks, read lazily; leaving the loop early (a stop cancels this task)
+                // drops the iterator, which cancels an upstream body behind it.
+                for try await chunk in response.body.chunks(size: chunkSize) {
+                    try Task.checkCancellation()
+                    await send(chunk, to: task, running)
                 }
                 await deliver(running) { state in
                     if state.ended() == .send { task.didFinish() }
@@ -209,30 +203,15 @@ public final class SchemeTaskDriver: Sendable {
         return response.body.knownLength
     }
 
-    private func stream(_ body: ResponseBody, _ send: ([UInt8]) async -> Void) async throws {
-        switch body {
-        case .empty: return
-        case .bytes(let bytes):
-            var offset = 0
-            while offset < bytes.count {
-                try Task.checkCancellation()
-                let end = min(bytes.count, offset + chunkSize)
-                await send(Array(bytes[offset..<end]))
-                offset = end
-            }
-        case .file(let region):
-            for try await chunk in region.chunks(size: chunkSize) {
-                try Task.checkCancellation()
-                await send(chunk)
-            }
-        case .stream(let stream):
-            for try await chunk in stream {
-                try Task.checkCancellation()
-                var offset = 0
-                while offset < chunk.count {
-                    let end = min(chunk.count, offset + chunkSize)
-                    await send(Array(chunk[offset..<end]))
-                    offset = end
+    /// Hands `chunk` to the task on the executor and waits until the task is ready for the next one (or was stopped).
+    private func send(_ chunk: [UInt8], to task: any SchemeTask, _ running: Running) async {
+        let executor = self.executor
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            executor.execute {
+                guard running.state.chunkReady() == .send else { return continuation.resume() }
+                running.readyWaiter = continuation
+                task.didReceive(chunk) { [executor] in
+                    if executor.isCurrent { running.resumeReadyWaiter() } else { executor.execute { running.resumeReadyWaiter() } }
                 }
             }
         }

@@ -290,7 +290,7 @@ struct BreakingFetcher: NetworkFetcher {
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         continuation.yield(Array(repeating: 7, count: 1000))
         continuation.finish(throwing: Broken())
-        return ResourceResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: .stream(stream))
+        return ResourceResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: .stream(BodyStream(stream)))
     }
 }
 
