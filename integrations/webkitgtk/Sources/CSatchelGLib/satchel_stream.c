@@ -16,6 +16,19 @@ typedef struct {
     GCancellable *cancellable;  // WebKit passes the same one to every read of a response
     gulong cancel_handler;
     SatchelStreamCallbacks callbacks;
+    // Pacing (satchel_stream_set_pacing): bytes handed to reads, how many of them the receiver acknowledged, and the
+    // mark of the one ping allowed in flight.
+    gboolean paced;
+    gsize window;
+    gsize ping_interval;
+    SatchelStreamPing ping;
+    gpointer ping_data;
+    GDestroyNotify ping_destroy;
+    guint64 handed;
+    guint64 acknowledged;
+    guint64 pinged_at;
+    gboolean ping_in_flight;
+    gboolean serving;  // inside serve_pending (a ping acknowledged at once must not re-enter it)
 } SatchelStream;
 
 typedef struct {
@@ -28,12 +41,28 @@ static gint live_streams = 0;
 
 static gsize unread(SatchelStream *self) { return self->buffer->len - self->offset; }
 
+/// Whether more may be handed over: pacing is off, or fewer than `window` handed bytes are unacknowledged.
+static gboolean may_hand_over(SatchelStream *self)
+{
+    return !self->paced || self->handed - self->acknowledged < self->window;
+}
+
+/// Asks the receiver to acknowledge everything handed over so far (one ping in flight at a time).
+static void ping(SatchelStream *self)
+{
+    if (!self->paced || self->ping_in_flight || self->pinged_at == self->handed) return;
+    self->ping_in_flight = TRUE;
+    self->pinged_at = self->handed;
+    self->ping((GInputStream *)self, self->pinged_at, self->ping_data);
+}
+
 /// Copies up to `count` held bytes into `into`; tells the owner when the stream has room again.
 static gsize take(SatchelStream *self, void *into, gsize count)
 {
     gsize n = MIN(count, unread(self));
     memcpy(into, self->buffer->data + self->offset, n);
     self->offset += n;
+    self->handed += n;
     if (unread(self) == 0) {
         g_byte_array_set_size(self->buffer, 0);
         self->offset = 0;
@@ -55,13 +84,17 @@ static void abandon(SatchelStream *self)
 /// Completes the pending read if there is something to complete it with.
 static void serve_pending(SatchelStream *self)
 {
-    if (!self->pending) return;
+    if (!self->pending || self->serving) return;
+    self->serving = TRUE;
     GTask *task = self->pending;
-    if (unread(self) > 0) {
+    if (unread(self) > 0 && !may_hand_over(self)) {
+        ping(self);  // the read waits for the acknowledgement
+    } else if (unread(self) > 0) {
         self->pending = NULL;
         gssize n = (gssize)take(self, self->pending_buffer, self->pending_count);
         g_task_return_int(task, n);
         g_object_unref(task);
+        if (self->handed - self->pinged_at >= self->ping_interval) ping(self);
     } else if (self->failure) {
         self->pending = NULL;
         g_task_return_error(task, g_error_copy(self->failure));
@@ -71,6 +104,9 @@ static void serve_pending(SatchelStream *self)
         g_task_return_int(task, 0);
         g_object_unref(task);
     }
+    self->serving = FALSE;
+    // A ping acknowledged at once (above) may have made room for this read.
+    if (self->pending && unread(self) > 0 && may_hand_over(self)) serve_pending(self);
 }
 
 static void on_cancelled(GCancellable *cancellable, gpointer data)
@@ -119,7 +155,7 @@ static gssize read_finish(GInputStream *stream, GAsyncResult *result, GError **e
 static gssize read_fn(GInputStream *stream, void *buffer, gsize count, GCancellable *cancellable, GError **error)
 {
     SatchelStream *self = (SatchelStream *)stream;
-    if (unread(self) > 0) return (gssize)take(self, buffer, count);
+    if (unread(self) > 0 && may_hand_over(self)) return (gssize)take(self, buffer, count);
     if (self->failure) {
         g_propagate_error(error, g_error_copy(self->failure));
         return -1;
@@ -158,6 +194,7 @@ static void satchel_stream_finalize(GObject *object)
     }
     g_byte_array_unref(self->buffer);
     g_clear_error(&self->failure);
+    if (self->ping_destroy) self->ping_destroy(self->ping_data);
     if (self->callbacks.release) self->callbacks.release(self->callbacks.context);
     g_atomic_int_dec_and_test(&live_streams);
     G_OBJECT_CLASS(satchel_stream_parent_class)->finalize(object);
@@ -187,6 +224,79 @@ GInputStream *satchel_stream_new(SatchelStreamCallbacks callbacks, gsize low_wat
     self->callbacks = callbacks;
     self->low_water = low_water;
     return G_INPUT_STREAM(self);
+}
+
+void satchel_stream_set_pacing(GInputStream *stream, gsize window, gsize ping_interval, SatchelStreamPing ping, gpointer data, GDestroyNotify destroy)
+{
+    SatchelStream *self = (SatchelStream *)stream;
+    g_return_if_fail(!self->paced && window > 0 && ping != NULL);
+    self->paced = TRUE;
+    self->window = window;
+    self->ping_interval = MAX(1, MIN(ping_interval, window));
+    self->ping = ping;
+    self->ping_data = data;
+    self->ping_destroy = destroy;
+}
+
+void satchel_stream_acknowledge(GInputStream *stream, guint64 mark)
+{
+    SatchelStream *self = (SatchelStream *)stream;
+    if (mark == self->pinged_at) self->ping_in_flight = FALSE;
+    if (mark > self->acknowledged) self->acknowledged = mark;
+    if (self->handed - self->pinged_at >= self->ping_interval) ping(self);
+    serve_pending(self);
+}
+
+guint64 satchel_stream_handed(GInputStream *stream) { return ((SatchelStream *)stream)->handed; }
+
+guint64 satchel_stream_acknowledged(GInputStream *stream) { return ((SatchelStream *)stream)->acknowledged; }
+
+/// A ping to a web view's web process (see satchel_stream_pace_with_web_view).
+typedef struct {
+    GInputStream *stream;  // a reference, so the stream outlives the round trip
+    guint64 mark;
+} WebViewPing;
+
+static void web_view_ping_done(GObject *view, GAsyncResult *result, gpointer data)
+{
+    WebViewPing *ping = data;
+    // The answer does not matter (false: there is no such command), nor does an error (a view being closed): the
+    // round trip is over, so the web process dispatched everything sent before it.
+    webkit_web_view_can_execute_editing_command_finish(WEBKIT_WEB_VIEW(view), result, NULL);
+    satchel_stream_acknowledge(ping->stream, ping->mark);
+    g_object_unref(ping->stream);
+    g_free(ping);
+}
+
+static void web_view_ping(GInputStream *stream, guint64 mark, gpointer data)
+{
+    WebKitWebView *view = g_weak_ref_get((GWeakRef *)data);
+    if (!view) {  // the view is gone and its loads with it: nothing left to pace against
+        satchel_stream_acknowledge(stream, mark);
+        return;
+    }
+    WebViewPing *ping = g_new(WebViewPing, 1);
+    ping->stream = g_object_ref(stream);
+    ping->mark = mark;
+    // Validating a command that does not exist: a message the web process answers without touching the page (no
+    // event, no layout), and only after dispatching every message sent before it on the same ordered channel, this
+    // stream's data included.
+    webkit_web_view_can_execute_editing_command(view, "SatchelStreamPacing", NULL, web_view_ping_done, ping);
+    g_object_unref(view);
+}
+
+static void free_weak_ref(gpointer data)
+{
+    g_weak_ref_clear((GWeakRef *)data);
+    g_free(data);
+}
+
+void satchel_stream_pace_with_web_view(GInputStream *stream, WebKitWebView *view, gsize window, gsize ping_interval)
+{
+    if (!view) return;
+    GWeakRef *weak = g_new0(GWeakRef, 1);
+    g_weak_ref_init(weak, view);
+    satchel_stream_set_pacing(stream, window, ping_interval, web_view_ping, weak, free_weak_ref);
 }
 
 void satchel_stream_push(GInputStream *stream, const guint8 *bytes, gsize length)

@@ -28,6 +28,11 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
     /// Stream reads drain one chunk before the driver sends the next; the driver is told a little early (a quarter
     /// chunk left) so WebKit's next read rarely waits.
     static let lowWater = 64 << 10
+    /// How far a response may run ahead of the web process that receives it, and how often the stream asks where the
+    /// web process is (`satchel_stream_pace_with_web_view`). Measured with a 1 GiB file: the UI process then grew by
+    /// under 10 MiB instead of 0.6-0.9 GiB, in the same time (1, 4 and 16 MiB windows were indistinguishable in speed).
+    static let pacingWindow = 4 << 20
+    static let pacingInterval = 512 << 10
 
     init(request: ResourceRequest, schemeRequest: OpaquePointer, handler: URISchemeHandler) {
         self.request = request
@@ -68,6 +73,7 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
             release: { Unmanaged<URISchemeTask>.fromOpaque($0!).takeRetainedValue().streamReleased() })
         let stream = satchel_stream_new(callbacks, gsize(Self.lowWater))!
         self.stream = stream
+        satchel_stream_pace_with_web_view(stream, webkit_uri_scheme_request_get_web_view(schemeRequest), gsize(Self.pacingWindow), gsize(Self.pacingInterval))
         var headers = head.headers
         let setCookies = headers.values("Set-Cookie")
         if !setCookies.isEmpty {
