@@ -39,6 +39,7 @@ let package = Package(
                 .product(name: "SatchelCore", package: "Satchel"),
                 .product(name: "SatchelStore", package: "Satchel"),
                 .product(name: "SatchelOptions", package: "Satchel"),
+                .product(name: "SatchelNetwork", package: "Satchel"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .testTarget(

@@ -4,6 +4,7 @@ import CWebKitGTK
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelNetwork
 import SatchelOptions
 import SatchelStore
 import SatchelWebKitGTK
@@ -61,16 +62,17 @@ struct SatchelWebview: ParsableCommand {
         let hosts = Set(engine.servedPackages.flatMap { $0.manifest.scope.hosts.map(\.value) } + upstream.allowUpstream.map { $0.lowercased() })
             .filter { !$0.hasPrefix("*.") }
         let origins = engine.configuration.customSchemes.sorted().flatMap { scheme in hosts.sorted().map { "\(scheme)://\($0)" } }
-        let satchel = SatchelWebContext(
-            engine: engine, policy: try upstream.policy(), fetcher: Self.makeFetcher(), hook: host.hookConfiguration(origins: origins))
+        let fetcher = Self.makeFetcher()
+        let satchel = SatchelWebContext(engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins))
         let session = ViewerSession(
             satchel: satchel, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
-            screenshot: screenshot, json: json, size: parsedSize!)
+            screenshot: screenshot, json: json, size: parsedSize!, beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })
         session.start(timeout: timeout)
         let loop = g_main_loop_new(nil, 0)
         g_main_loop_run(loop)
     }
 
-    /// The one place the viewer's network stack is chosen.
-    static func makeFetcher() -> any NetworkFetcher { URLSessionFetcher() }
+    /// The one place the viewer's network stack is chosen: AsyncHTTPClient on NIO's shared event loops (header fields
+    /// as sent, repeated `Set-Cookie` kept apart, upstream backpressure), shut down before the viewer exits.
+    static func makeFetcher() -> HTTPClientFetcher { HTTPClientFetcher() }
 }

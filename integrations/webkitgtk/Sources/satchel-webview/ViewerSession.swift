@@ -12,6 +12,8 @@ final class ViewerSession: @unchecked Sendable {
     let screenshot: String?
     let json: Bool
     let webView: UnsafeMutablePointer<WebKitWebView>
+    /// Runs on the main context's thread just before the process exits (closes the network client).
+    let beforeExit: () -> Void
     /// Exits when done (a script or screenshot was asked for); otherwise the window stays for a person.
     var exitsWhenDone: Bool { script != nil || screenshot != nil }
 
@@ -21,7 +23,8 @@ final class ViewerSession: @unchecked Sendable {
     private var loaded = false
     private var finished = false
 
-    init(satchel: SatchelWebContext, target: String, script: String?, screenshot: String?, json: Bool, size: (Int32, Int32)) {
+    init(satchel: SatchelWebContext, target: String, script: String?, screenshot: String?, json: Bool, size: (Int32, Int32), beforeExit: @escaping () -> Void) {
+        self.beforeExit = beforeExit
         self.satchel = satchel
         self.target = target
         self.script = script
@@ -37,7 +40,10 @@ final class ViewerSession: @unchecked Sendable {
         gtk_window_set_title(window, "Satchel: \(target)")
         gtk_window_set_child(window, UnsafeMutableRawPointer(webView).assumingMemoryBound(to: GtkWidget.self))
         gtk_window_present(window)
+        self.window = window
     }
+
+    private var window: UnsafeMutablePointer<GtkWindow>?
 
     func start(timeout: Double) {
         let me = Unmanaged.passRetained(self).toOpaque()
@@ -53,6 +59,13 @@ final class ViewerSession: @unchecked Sendable {
             return 0
         }
         _ = satchel_signal_connect(UnsafeMutableRawPointer(webView), "load-failed", unsafeBitCast(loadFailed, to: GCallback.self), me)
+        // A person closing the window ends the viewer (the network client is closed first).
+        let closeRequest: @convention(c) (UnsafeMutableRawPointer?, gpointer?) -> gboolean = { _, data in
+            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
+            session.beforeExit()
+            exit(0)
+        }
+        _ = satchel_signal_connect(UnsafeMutableRawPointer(window), "close-request", unsafeBitCast(closeRequest, to: GCallback.self), me)
         g_timeout_add_full(G_PRIORITY_DEFAULT, guint(timeout * 1000), { data in
             let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
             if session.exitsWhenDone {
@@ -145,7 +158,28 @@ final class ViewerSession: @unchecked Sendable {
             if let shot = report["screenshot"] as? String { print("screenshot: \(shot)") }
         }
         for error in errors { FileHandle.standardError.write(Data("error: \(error)\n".utf8)) }
+        beforeExit()
         exit(errors.isEmpty ? 0 : 1)
+    }
+
+    /// Runs `work` in a task and iterates the main context until it is done or `seconds` passed: work that needs the
+    /// main context meanwhile (the driver delivering to WebKit) keeps running.
+    static func waitOnMainContext(seconds: Double, _ work: @escaping @Sendable () async -> Void) {
+        let done = DoneFlag()
+        Task {
+            await work()
+            done.set()
+            g_main_context_wakeup(nil)
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        while !done.isSet, Date() < deadline { g_main_context_iteration(nil, 1) }
+    }
+
+    private final class DoneFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        var isSet: Bool { lock.withLock { value } }
+        func set() { lock.withLock { value = true } }
     }
 
     private final class ScreenshotRequest {
