@@ -346,6 +346,8 @@ void satchel_weak_ref(gpointer object, GWeakNotify notify, gpointer data) { g_ob
 
 void satchel_weak_unref(gpointer object, GWeakNotify notify, gpointer data) { g_object_weak_unref(G_OBJECT(object), notify, data); }
 
+SoupServer *satchel_soup_server_new(void) { return soup_server_new("server-header", "Satchel", NULL); }
+
 GError *satchel_io_error_new(const char *message) { return g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, message); }
 
 WebKitWebView *satchel_web_view_new(WebKitWebContext *context, WebKitNetworkSession *session, WebKitUserContentManager *manager)

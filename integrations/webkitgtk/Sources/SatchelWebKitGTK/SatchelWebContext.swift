@@ -40,7 +40,7 @@ public final class SatchelWebContext: @unchecked Sendable {
     public init(
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher,
         hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10
-    ) {
+    ) throws {
         executor = GLibMainContextExecutor()
         context = webkit_web_context_new()
         session = ephemeral ? webkit_network_session_new_ephemeral() : webkit_network_session_get_default()
@@ -54,9 +54,12 @@ public final class SatchelWebContext: @unchecked Sendable {
         handler.register(on: context, schemes: engine.configuration.customSchemes)
         bodies = BodyMessageHandler(store: engine.bodyStore, name: hook?.messageHandler ?? "satchelBody")
         hookScript = hook.map(HookScript.render)
-        mediaScript = MediaScript.render(schemes: engine.configuration.customSchemes)
+        mediaRelay = try MediaRelay(driver: driver)
+        mediaScript = MediaScript.render(relayBaseURL: mediaRelay.baseURL, schemes: engine.configuration.customSchemes)
     }
 
+    /// Media from the custom schemes over loopback HTTP (see ``MediaRelay``), on the same driver.
+    public let mediaRelay: MediaRelay
     /// See ``MediaScript``: always injected, hook or not.
     public let mediaScript: String
 

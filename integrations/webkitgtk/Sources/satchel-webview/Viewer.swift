@@ -63,7 +63,7 @@ struct SatchelWebview: ParsableCommand {
             .filter { !$0.hasPrefix("*.") }
         let origins = engine.configuration.customSchemes.sorted().flatMap { scheme in hosts.sorted().map { "\(scheme)://\($0)" } }
         let fetcher = Self.makeFetcher()
-        let satchel = SatchelWebContext(engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins))
+        let satchel = try SatchelWebContext(engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins))
         let session = ViewerSession(
             satchel: satchel, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
             screenshot: screenshot, json: json, size: parsedSize!, beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })

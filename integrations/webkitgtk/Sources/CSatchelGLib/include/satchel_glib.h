@@ -60,6 +60,9 @@ gulong satchel_signal_connect(gpointer instance, const char *signal, GCallback h
 void satchel_weak_ref(gpointer object, GWeakNotify notify, gpointer data);
 void satchel_weak_unref(gpointer object, GWeakNotify notify, gpointer data);
 
+/// A SoupServer with no options (soup_server_new is variadic).
+SoupServer *satchel_soup_server_new(void);
+
 /// A GError in G_IO_ERROR (for webkit_uri_scheme_request_finish_error).
 GError *satchel_io_error_new(const char *message);
 
