@@ -39,6 +39,7 @@ public enum HookScript {
                 "methodHeader": .string(channels.methodHeader),
                 "contentTypeHeader": .string(channels.contentTypeHeader),
                 "bodyIdHeader": .string(channels.bodyIDHeader),
+                "keepaliveHeader": .string(channels.keepaliveHeader),
                 "bodyIdParameter": .string(channels.bodyIDParameter),
                 "queryParameter": .string(channels.queryParameter),
                 "headerThreshold": .integer(Int64(headerThreshold)),
@@ -232,11 +233,15 @@ public enum HookScript {
           var next = {};
           for (var key in (init || {})) next[key] = init[key];
           next.method = String(method).toUpperCase();
+          // keepalive (a beacon, a fetch made as the page leaves) must outlive the page: the native side is told,
+          // since WebKit stops a custom-scheme load with its frame whatever keepalive says.
+          if (next.keepalive || (request && request.keepalive)) headers.set(config.keepaliveHeader, "1");
           next.headers = headers;
           delete next.body;
           if (request) {
             next.credentials = next.credentials || request.credentials;
             next.mode = next.mode || request.mode;
+            next.keepalive = next.keepalive || request.keepalive;
           }
           return originalFetch(url, next);
         });

@@ -100,6 +100,9 @@ public final class SchemeTaskDriver: Sendable {
     /// One task's state; `state` and `readyWaiter` are only touched on the executor.
     private final class Running: @unchecked Sendable {
         var state = SchemeTaskState()
+        /// The page sent it with `keepalive` (the hook's marker): a stop ends delivery to WebKit, not the work.
+        let keepalive: Bool
+        init(keepalive: Bool) { self.keepalive = keepalive }
         var work: Task<Void, Never>?
         /// The delivery waiting for the task to take another chunk.
         var readyWaiter: CheckedContinuation<Void, Never>?
@@ -130,7 +133,7 @@ public final class SchemeTaskDriver: Sendable {
     /// Starts answering `task`, known as `id` (default: the task object itself) until it ends or ``stop(_:)``.
     /// Call on the executor (WebKit's start callback).
     public func start(_ task: any SchemeTask, id: ObjectIdentifier? = nil) {
-        let running = Running()
+        let running = Running(keepalive: pipeline.engine.configuration.bodyChannels.map { task.request.headers.contains($0.keepaliveHeader) } ?? false)
         let key = id ?? ObjectIdentifier(task)
         self.running.withLock {
             $0.tasks[key] = running
@@ -166,10 +169,15 @@ public final class SchemeTaskDriver: Sendable {
 
     /// WebKit stopped the task: nothing more reaches it, and its work is cancelled (the upstream request, an open
     /// file). Call on the executor. Stopping a task that already ended, or twice, does nothing.
+    ///
+    /// A keepalive request (a beacon) is the exception: WebKit stops custom-scheme loads with their frame whatever
+    /// `keepalive` says, so a beacon sent as the page leaves is often stopped before its upstream request went out.
+    /// Its work runs on to the end instead (the request reaches the network, the answer is dropped), as a browser
+    /// does for keepalive loads over HTTP.
     public func stop(_ id: ObjectIdentifier) {
         assert(executor.isCurrent, "SchemeTaskDriver.stop must be called on its executor")
         guard let running = running.withLock({ $0.tasks.removeValue(forKey: id) }) else { return }
-        if running.state.stopRequested() { running.work?.cancel() }
+        if running.state.stopRequested(), !running.keepalive { running.work?.cancel() }
         running.resumeReadyWaiter()
     }
 

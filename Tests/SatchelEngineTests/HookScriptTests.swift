@@ -102,6 +102,10 @@ struct HookScriptTests {
         #expect(channels["form clobbered, line breaks"] == .formQuery)
         #expect(channels["form multipart submit()"] == .bodyStore)
         #expect(store.isEmpty, "every stored body was claimed once")
+        // A beacon is a keepalive fetch, marked so that a WebKit adapter lets it reach the network after a stop.
+        let beacon = try #require(run.sent.first { $0.label == "beacon" })
+        #expect(beacon.headers.contains { $0[0].lowercased() == "x-satchel-keepalive" && $0[1] == "1" }, "\(beacon.headers)")
+        #expect(run.sent.filter { $0.label != "beacon" }.allSatisfy { !$0.headers.contains { $0[0].lowercased() == "x-satchel-keepalive" } })
     }
 
     @Test("the rendered script carries only its configuration object")

@@ -18,6 +18,7 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
     private var stopped = false
 
     init(url: String) { request = ResourceRequest(url: url) }
+    init(_ request: ResourceRequest) { self.request = request }
 
     private func record(_ call: String, _ check: () -> String?) {
         lock.withLock {
@@ -232,6 +233,44 @@ struct SchemeTaskDriverTests {
         }
     }
 
+    @Test("a stop cancels the upstream request, except a keepalive one (a beacon), which still reaches the network whole")
+    func keepalive() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let queue = makeQueue()
+            let upstream = GatedFetcher()
+            let driver = try driver(folder, queue: queue, fetcher: upstream, allowed: [try HostPattern("origin.example")])
+            // What the hook sends for a beacon, and the same request without the marker; both stopped by WebKit before
+            // the upstream answered (the page went away).
+            let beacon = RecordingTask(ResourceRequest(method: "POST", url: "https://origin.example/beacon", headers: ["X-Satchel-Body": "bye", "X-Satchel-Keepalive": "1"]))
+            let plain = RecordingTask(ResourceRequest(method: "POST", url: "https://origin.example/plain", headers: ["X-Satchel-Body": "bye"]))
+            for task in [beacon, plain] {
+                queue.async { driver.start(task) }
+            }
+            for _ in 0..<500 where upstream.waiting < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(upstream.waiting == 2)
+            for task in [beacon, plain] {
+                queue.async {
+                    task.markStopped()
+                    driver.stop(task)
+                }
+            }
+            await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+            upstream.open()
+            for _ in 0..<500 where upstream.outcomes.count < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            let outcomes = upstream.outcomes
+            #expect(outcomes["/beacon"] == "answered", "\(outcomes)")
+            #expect(outcomes["/plain"] == "cancelled", "\(outcomes)")
+            // The beacon went out as the page meant it: its body, no satchel header.
+            let sent = try #require(upstream.requests["/beacon"])
+            #expect(sent.body == Array("bye".utf8))
+            #expect(sent.headers.filter { $0.name.lowercased().hasPrefix("x-satchel") }.isEmpty, "\(sent.headers)")
+            #expect(driver.activeTaskCount == 0)
+            // Nothing reached WebKit after its stop.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(beacon.snapshot.violations.isEmpty && plain.snapshot.violations.isEmpty, "\(beacon.snapshot.violations) \(plain.snapshot.violations)")
+        }
+    }
+
     @Test("the state machine: one response, data only while streaming, one end, nothing after stop")
     func stateMachine() {
         var state = SchemeTaskState()
@@ -280,6 +319,45 @@ final class HoldingTask: SchemeTask, @unchecked Sendable {
             return held
         }
         ready?()
+    }
+}
+
+/// An upstream that holds every request until `open()`, and records whether each was answered or cancelled first.
+final class GatedFetcher: NetworkFetcher, @unchecked Sendable {
+    private let lock = NSLock()
+    private var gate: [CheckedContinuation<Void, Never>] = []
+    private var isOpen = false
+    private var seen: [String: ResourceRequest] = [:]
+    private var results: [String: String] = [:]
+
+    var waiting: Int { lock.withLock { gate.count } }
+    var outcomes: [String: String] { lock.withLock { results } }
+    var requests: [String: ResourceRequest] { lock.withLock { seen } }
+
+    func open() {
+        let waiters = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            isOpen = true
+            defer { gate = [] }
+            return gate
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        let path = RequestURL(request.url)?.rawPath ?? request.url
+        lock.withLock { seen[path] = request }
+        await withCheckedContinuation { continuation in
+            let now = lock.withLock { () -> Bool in
+                if isOpen { return true }
+                gate.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        let cancelled = Task.isCancelled
+        lock.withLock { results[path] = cancelled ? "cancelled" : "answered" }
+        if cancelled { throw CancellationError() }
+        return ResourceResponse(status: 204, headers: [:], body: .empty)
     }
 }
 

@@ -22,12 +22,16 @@ public struct BodyChannels: Sendable, Equatable {
     public var bodyIDParameter: String
     /// The most header-channel bytes accepted (encoded). Larger bodies must use the body store.
     public var maxHeaderValueBytes: Int
+    /// Marks a request the page sent with `keepalive` (a beacon): it must reach the network even if the page goes
+    /// away at once, so a WebKit adapter does not cancel its upstream request when WebKit stops the task.
+    public var keepaliveHeader: String
 
     public init(
         headerNames: [String] = ["X-Satchel-Body", "BODY"], encodingHeader: String = "X-Satchel-Body-Encoding",
         methodHeader: String = "X-Satchel-Method", contentTypeHeader: String = "X-Satchel-Content-Type",
         queryParameter: String = "POST_DATA", bodyIDHeader: String = "X-Satchel-Body-Id",
-        bodyIDParameter: String = "SATCHEL_BODY_ID", maxHeaderValueBytes: Int = 16 << 10
+        bodyIDParameter: String = "SATCHEL_BODY_ID", maxHeaderValueBytes: Int = 16 << 10,
+        keepaliveHeader: String = "X-Satchel-Keepalive"
     ) {
         self.headerNames = headerNames
         self.encodingHeader = encodingHeader
@@ -37,10 +41,11 @@ public struct BodyChannels: Sendable, Equatable {
         self.bodyIDHeader = bodyIDHeader
         self.bodyIDParameter = bodyIDParameter
         self.maxHeaderValueBytes = maxHeaderValueBytes
+        self.keepaliveHeader = keepaliveHeader
     }
 
     /// Every header a satchel hook may add; all are removed before a request is forwarded.
-    public var allHeaders: [String] { headerNames + [encodingHeader, methodHeader, contentTypeHeader, bodyIDHeader] }
+    public var allHeaders: [String] { headerNames + [encodingHeader, methodHeader, contentTypeHeader, bodyIDHeader, keepaliveHeader] }
 }
 
 /// Which channel restored a body.
@@ -112,7 +117,10 @@ public struct BodyRestorer: Sendable {
         if !formValues.isEmpty { claimed.append(.formQuery) }
         if idFromHeader != nil || !idFromQuery.isEmpty { claimed.append(.bodyStore) }
         guard claimed.count <= 1 else { throw .conflictingChannels(claimed) }
-        guard let channel = claimed.first else { return (request, .none) }
+        guard let channel = claimed.first else {
+            result.headers.remove(channels.keepaliveHeader)  // a marker without a body is only a marker
+            return (result, .none)
+        }
 
         let originalMethod = request.headers[channels.methodHeader]
         let originalType = request.headers[channels.contentTypeHeader]
