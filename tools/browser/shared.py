@@ -2,6 +2,7 @@
 report, the echo origin that records every request exactly as it arrived, the probe app's cases and expectations,
 the multipart parser and the screenshot check."""
 
+import base64
 import hashlib
 import http.server
 import json
@@ -32,13 +33,6 @@ class Report:
             self.failed.append(name)
             print(f"not ok - {name}" + (f"\n    # {detail}" if detail else ""), flush=True)
         return bool(condition)
-
-    def known_failure(self, name, condition, reason):
-        """TAP's TODO: a check known to fail for a recorded reason. Printed either way; it does not fail the run, and a
-        pass says the marker can go."""
-        status = "ok" if condition else "not ok"
-        print(f"{status} - {name} # TODO {reason}" + ("" if not condition else " (passes now: remove the marker)"), flush=True)
-        self.todo = getattr(self, "todo", 0) + 1
 
     def attempt(self, name, function):
         """A check whose body may raise: an exception is a failure with its message."""
@@ -239,7 +233,7 @@ EXPECTED_CHANNEL = {
     "xhr-text": HEADER, "xhr-json": HEADER, "xhr-unicode": HEADER, "xhr-put": HEADER, "xhr-binary": BODY_STORE,
     "xhr-arraybuffer": BODY_STORE, "xhr-large-text": BODY_STORE, "fetch-text": HEADER, "fetch-json": HEADER,
     "fetch-unicode": HEADER, "fetch-binary": BODY_STORE, "fetch-blob": BODY_STORE, "fetch-urlsearchparams": HEADER,
-    "fetch-request-object": BODY_STORE, "fetch-patch": HEADER, "fetch-5mb": BODY_STORE, "beacon-text": HEADER,
+    "fetch-request-object": BODY_STORE, "fetch-patch": HEADER, "fetch-5mb": BODY_STORE, "fetch-formdata-file": BODY_STORE, "beacon-text": HEADER,
     "beacon-blob": BODY_STORE, "beacon-unload": HEADER, "form-urlencoded": FORM_QUERY, "form-submit-method": FORM_QUERY, "form-multipart": BODY_STORE,
 }
 FORM_CASES = ["form-urlencoded", "form-submit-method", "form-multipart"]
@@ -269,6 +263,68 @@ def parse_multipart(body, content_type):
         filename = re.search(r'\bfilename="([^"]*)"', disposition)
         parts.append((name.group(1) if name else None, filename.group(1) if filename else None, headers.get("content-type"), content))
     return parts
+
+
+def body_problems(page, record, native, browser):
+    """What is wrong with what reached the echo origin for one probe case, as a list (empty: nothing). `page` is what the
+    probe meant to send (exact bytes, or the parts of a multipart body whose boundary only the browser knows), `record`
+    what arrived, `native` what `browser` itself sent for the case without Satchel (None when not known)."""
+    if record is None:
+        return [f"nothing reached the echo origin (page saw {page.get('status')}: {str(page.get('response'))[:200]})"]
+    problems = []
+    got = record["body"]
+    if page.get("parts") is not None:
+        content_type = header(record, "Content-Type") or ""
+        if not content_type.startswith("multipart/form-data; boundary="):
+            problems.append(f"Content-Type {content_type!r}")
+        try:
+            parts = parse_multipart(got, content_type)
+        except ValueError as error:
+            return problems + [f"not multipart/form-data: {error}"]
+        expected = [(name, filename, kind, base64.b64decode(content)) for name, filename, kind, content in page["parts"]]
+        if parts != expected:
+            problems.append(f"parts {[(n, f, t, len(c)) for n, f, t, c in parts]}, meant {[(n, f, t, len(c)) for n, f, t, c in expected]}")
+        if native is not None and native["body"]:
+            native_parts = parse_multipart(native["body"], header(native, "Content-Type"))
+            if native_parts != parts:
+                problems.append(f"parts differ from what {browser} itself sends: {[(n, f, t, len(c)) for n, f, t, c in native_parts]}")
+    else:
+        sent = base64.b64decode(page["sent"])
+        if got != sent:
+            first = next((i for i in range(min(len(got), len(sent))) if got[i] != sent[i]), min(len(got), len(sent)))
+            problems.append(f"body differs: {len(got)} bytes (sha256 {hashlib.sha256(got).hexdigest()[:16]}) vs meant {len(sent)} "
+                            f"(sha256 {hashlib.sha256(sent).hexdigest()[:16]}), first difference at byte {first}")
+        if native is not None and native["body"] and header(record, "Content-Type") != header(native, "Content-Type"):
+            problems.append(f"Content-Type {header(record, 'Content-Type')!r}, {browser} itself sends {header(native, 'Content-Type')!r}")
+    if record["method"] != page["method"]:
+        problems.append(f"method {record['method']} instead of {page['method']}")
+    if page.get("status") not in (200, "queued"):
+        problems.append(f"the page saw status {page.get('status')}")
+    leaked = [k for k, _ in record["headers"] if k.lower().startswith("x-satchel")]
+    if leaked:
+        problems.append(f"satchel headers reached the origin: {leaked}")
+    return problems
+
+
+def multipart_form_problems(record, reference, browser):
+    """What is wrong with the probe's multipart form submission (fields, the file, and the parts the browser itself sends)."""
+    if record is None:
+        return ["nothing reached the echo origin"]
+    parts = parse_multipart(record["body"], header(record, "Content-Type"))
+    problems = []
+    fields = [(n, c.decode("utf-8")) for n, f, t, c in parts if f is None]
+    files = [(n, f, t, c) for n, f, t, c in parts if f is not None]
+    if fields != MULTIPART_EXPECTED_FIELDS:
+        problems.append(f"fields {fields}")
+    if len(files) != 1 or files[0][0] != "upload" or files[0][1] != MULTIPART_FILE_NAME or files[0][3] != MULTIPART_FILE:
+        problems.append(f"file parts {[(n, f, t, len(c)) for n, f, t, c in files]}")
+    if reference is not None:
+        native_parts = parse_multipart(reference["body"], header(reference, "Content-Type"))
+        if native_parts != parts:
+            problems.append(f"parts differ from what {browser} itself sends: {[(n, f, t, len(c)) for n, f, t, c in native_parts]}")
+    if record["method"] != "POST" or record["path"] != "/echo/form-multipart":
+        problems.append(f"{record['method']} {record['path']}")
+    return problems
 
 
 def png_facts(data):
