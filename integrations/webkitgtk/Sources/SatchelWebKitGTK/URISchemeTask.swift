@@ -19,10 +19,8 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
     private var schemeRequest: OpaquePointer?
     /// Keeps this object alive for the weak-reference notify until it fires or is removed.
     private var weakReferenceToken: Unmanaged<URISchemeTask>?
-    /// The response's stream, not owned (WebKit owns it); nil before the response and once it was finalized.
-    private var stream: UnsafeMutablePointer<GInputStream>?
-    /// The driver's `ready` for the chunk the stream holds.
-    private var ready: (@Sendable () -> Void)?
+    /// The response's body; nil before the response.
+    private var body: ResponseStream?
     private var finished = false
 
     /// Stream reads drain one chunk before the driver sends the next; the driver is told a little early (a quarter
@@ -66,13 +64,9 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
 
     func didReceive(_ head: ResponseHead) {
         guard let schemeRequest = takeRequest() else { return }
-        let callbacks = SatchelStreamCallbacks(
-            context: Unmanaged.passRetained(self).toOpaque(),
-            drained: { Unmanaged<URISchemeTask>.fromOpaque($0!).takeUnretainedValue().streamDrained() },
-            abandoned: { Unmanaged<URISchemeTask>.fromOpaque($0!).takeUnretainedValue().streamAbandoned() },
-            release: { Unmanaged<URISchemeTask>.fromOpaque($0!).takeRetainedValue().streamReleased() })
-        let stream = satchel_stream_new(callbacks, gsize(Self.lowWater))!
-        self.stream = stream
+        let body = ResponseStream(onAbandoned: { [driver = handler.driver, id] in driver.stop(id) })
+        self.body = body
+        let stream = body.makeStream(lowWater: Self.lowWater)
         satchel_stream_pace_with_web_view(stream, webkit_uri_scheme_request_get_web_view(schemeRequest), gsize(Self.pacingWindow), gsize(Self.pacingInterval))
         var headers = head.headers
         let setCookies = headers.values("Set-Cookie")
@@ -92,20 +86,19 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
     }
 
     func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
-        guard let stream else { return ready() }
-        self.ready = ready
-        data.withUnsafeBufferPointer { satchel_stream_push(stream, $0.baseAddress, gsize($0.count)) }
+        guard let body else { return ready() }
+        body.push(data, ready: ready)
     }
 
     func didFinish() {
         finished = true
-        if let stream { satchel_stream_end(stream) }
+        body?.end()
     }
 
     func didFail(_ error: any Error) {
         finished = true
-        if let stream {
-            satchel_stream_fail(stream, "\(error)")
+        if let body {
+            body.fail("\(error)")
         } else if let schemeRequest = takeRequest() {
             let gerror = satchel_io_error_new("\(error)")
             webkit_uri_scheme_request_finish_error(schemeRequest, gerror)
@@ -119,22 +112,6 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
         didReceive(ResponseHead(status: response.status, headers: response.headers, bodyLength: Int64(bytes.count)))
         didReceive(bytes) {}
         didFinish()
-    }
-
-    private func streamDrained() {
-        let pending = ready
-        ready = nil
-        pending?()
-    }
-
-    private func streamAbandoned() {
-        ready = nil
-        if !finished { handler.driver.stop(id) }
-    }
-
-    private func streamReleased() {
-        stream = nil
-        ready = nil
     }
 
     /// The URL the network fallback fetched: the custom scheme replaced by the upstream one.
