@@ -37,8 +37,6 @@ typedef struct {
 
 G_DEFINE_TYPE(SatchelStream, satchel_stream, G_TYPE_INPUT_STREAM)
 
-static gint live_streams = 0;
-
 static gsize unread(SatchelStream *self) { return self->buffer->len - self->offset; }
 
 /// Whether more may be handed over: pacing is off, or fewer than `window` handed bytes are unacknowledged.
@@ -196,7 +194,6 @@ static void satchel_stream_finalize(GObject *object)
     g_clear_error(&self->failure);
     if (self->ping_destroy) self->ping_destroy(self->ping_data);
     if (self->callbacks.release) self->callbacks.release(self->callbacks.context);
-    g_atomic_int_dec_and_test(&live_streams);
     G_OBJECT_CLASS(satchel_stream_parent_class)->finalize(object);
 }
 
@@ -215,7 +212,6 @@ static void satchel_stream_class_init(SatchelStreamClass *klass)
 static void satchel_stream_init(SatchelStream *self)
 {
     self->buffer = g_byte_array_new();
-    g_atomic_int_inc(&live_streams);
 }
 
 GInputStream *satchel_stream_new(SatchelStreamCallbacks callbacks, gsize low_water)
@@ -334,8 +330,6 @@ void satchel_stream_fail(GInputStream *stream, const char *message)
 }
 
 gsize satchel_stream_buffered(GInputStream *stream) { return unread((SatchelStream *)stream); }
-
-gint satchel_stream_live_count(void) { return g_atomic_int_get(&live_streams); }
 
 gulong satchel_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data)
 {

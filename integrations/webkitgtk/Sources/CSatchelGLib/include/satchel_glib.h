@@ -49,8 +49,6 @@ void satchel_stream_end(GInputStream *stream);
 void satchel_stream_fail(GInputStream *stream, const char *message);
 /// Bytes pushed and not yet read.
 gsize satchel_stream_buffered(GInputStream *stream);
-/// Streams alive in this process (tests: none may be left once WebKit is done with them).
-gint satchel_stream_live_count(void);
 
 /// g_signal_connect (a macro Swift cannot call).
 gulong satchel_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data);
