@@ -104,13 +104,13 @@ public final class SchemeTaskDriver: Sendable {
         let keepalive: Bool
         init(keepalive: Bool) { self.keepalive = keepalive }
         var work: Task<Void, Never>?
-        /// The delivery waiting for the task to take another chunk.
-        var readyWaiter: CheckedContinuation<Void, Never>?
+        /// The delivery waiting for the task to take another chunk (resumed with false by a stop).
+        var readyWaiter: CheckedContinuation<Bool, Never>?
 
         func resumeReadyWaiter() {
             let waiter = readyWaiter
             readyWaiter = nil
-            waiter?.resume()
+            waiter?.resume(returning: state.chunkReady() == .send)
         }
     }
 
@@ -150,11 +150,12 @@ public final class SchemeTaskDriver: Sendable {
                 task.didReceive(head)
             }
             do {
-                // Every kind of body as bounded chunks, read lazily; leaving the loop early (a stop cancels this task)
-                // drops the iterator, which cancels an upstream body behind it.
+                // Every kind of body as bounded chunks, read lazily; leaving the loop early (a stop cancels this task, or
+                // the task no longer takes chunks) drops the iterator, which cancels an upstream body behind it. A
+                // stopped keepalive request gets here too, once its request went out: its answer is not read on.
                 for try await chunk in response.body.chunks(size: chunkSize) {
                     try Task.checkCancellation()
-                    await send(chunk, to: task, running)
+                    guard await send(chunk, to: task, running) else { break }
                 }
                 await deliver(running) { state in
                     if state.ended() == .send { task.didFinish() }
@@ -172,8 +173,8 @@ public final class SchemeTaskDriver: Sendable {
     ///
     /// A keepalive request (a beacon) is the exception: WebKit stops custom-scheme loads with their frame whatever
     /// `keepalive` says, so a beacon sent as the page leaves is often stopped before its upstream request went out.
-    /// Its work runs on to the end instead (the request reaches the network, the answer is dropped), as a browser
-    /// does for keepalive loads over HTTP.
+    /// Its work runs on until the request has gone out and its answer's head is back (the body is then dropped,
+    /// which cancels it), as a browser does for keepalive loads over HTTP.
     public func stop(_ id: ObjectIdentifier) {
         assert(executor.isCurrent, "SchemeTaskDriver.stop must be called on its executor")
         guard let running = running.withLock({ $0.tasks.removeValue(forKey: id) }) else { return }
@@ -212,11 +213,12 @@ public final class SchemeTaskDriver: Sendable {
     }
 
     /// Hands `chunk` to the task on the executor and waits until the task is ready for the next one (or was stopped).
-    private func send(_ chunk: [UInt8], to task: any SchemeTask, _ running: Running) async {
+    /// Returns false when the task takes no more chunks (stopped, or already ended).
+    private func send(_ chunk: [UInt8], to task: any SchemeTask, _ running: Running) async -> Bool {
         let executor = self.executor
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             executor.execute {
-                guard running.state.chunkReady() == .send else { return continuation.resume() }
+                guard running.state.chunkReady() == .send else { return continuation.resume(returning: false) }
                 running.readyWaiter = continuation
                 task.didReceive(chunk) { [executor] in
                     if executor.isCurrent { running.resumeReadyWaiter() } else { executor.execute { running.resumeReadyWaiter() } }

@@ -233,7 +233,7 @@ struct SchemeTaskDriverTests {
         }
     }
 
-    @Test("a stop cancels the upstream request, except a keepalive one (a beacon), which still reaches the network whole")
+    @Test("a stop cancels the upstream request, except a keepalive one (a beacon), which still reaches the network whole; its answer is then dropped")
     func keepalive() async throws {
         try await withTemporaryFolder { folder async throws in
             let queue = makeQueue()
@@ -260,6 +260,9 @@ struct SchemeTaskDriverTests {
             let outcomes = upstream.outcomes
             #expect(outcomes["/beacon"] == "answered", "\(outcomes)")
             #expect(outcomes["/plain"] == "cancelled", "\(outcomes)")
+            // Once the beacon's request went out, its endless answer is not read on: the body is cancelled.
+            for _ in 0..<500 where upstream.bodyCancelled("/beacon") != true { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(upstream.bodyCancelled("/beacon") == true)
             // The beacon went out as the page meant it: its body, no satchel header.
             let sent = try #require(upstream.requests["/beacon"])
             #expect(sent.body == Array("bye".utf8))
@@ -357,7 +360,26 @@ final class GatedFetcher: NetworkFetcher, @unchecked Sendable {
         let cancelled = Task.isCancelled
         lock.withLock { results[path] = cancelled ? "cancelled" : "answered" }
         if cancelled { throw CancellationError() }
-        return ResourceResponse(status: 204, headers: [:], body: .empty)
+        let body = EndlessBody()
+        lock.withLock { bodies[path] = body }
+        return ResourceResponse(status: 200, headers: [:], body: .stream(BodyStream(reader: body)))
+    }
+
+    private var bodies: [String: EndlessBody] = [:]
+    /// Whether the body answered for `path` was cancelled by its reader.
+    func bodyCancelled(_ path: String) -> Bool? { lock.withLock { bodies[path] }?.cancelled }
+
+    /// A body that never ends unless its reader cancels it.
+    final class EndlessBody: BodyReader, @unchecked Sendable {
+        private let lock = NSLock()
+        private var wasCancelled = false
+        var cancelled: Bool { lock.withLock { wasCancelled } }
+        func nextChunk() async throws -> [UInt8]? {
+            if cancelled { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(1))
+            return [UInt8](repeating: 1, count: 4096)
+        }
+        func cancel() { lock.withLock { wasCancelled = true } }
     }
 }
 
