@@ -129,8 +129,14 @@ public final class MediaRelay: @unchecked Sendable {
         soup_server_message_set_response(message, "text/plain; charset=utf-8", SOUP_MEMORY_COPY, text, gsize(text.utf8.count))
     }
 
-    deinit {
+    /// Stops listening and closes the connections it has. Call on the main context's thread;
+    /// the relay holds itself until then, as the web context it serves lives as long as the app.
+    public func close() {
+        soup_server_remove_handler(server, nil)  // releases the handler's reference to self
         soup_server_disconnect(server)
+    }
+
+    deinit {
         g_object_unref(UnsafeMutableRawPointer(server))
     }
 }

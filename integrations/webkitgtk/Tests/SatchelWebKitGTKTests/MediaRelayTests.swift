@@ -66,6 +66,7 @@ struct MediaRelayTests {
         let base = try #require(URLComponents(string: relay.baseURL))
         #expect(base.host == "127.0.0.1")
         try await body(relay, try #require(base.port), base.path)
+        await loop.run { relay.close() }
     }
 
     @Test("a custom-scheme URL maps to the relay and back; anything else does not")
