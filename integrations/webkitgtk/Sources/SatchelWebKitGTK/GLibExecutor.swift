@@ -11,11 +11,14 @@ import SatchelWebKit
 public struct GLibMainContextExecutor: SchemeTaskExecutor, @unchecked Sendable {
     /// The context's pointer is only handed to GLib calls that are thread-safe (`g_source_attach`,
     /// `g_main_context_is_owner`).
-    public let context: OpaquePointer
+    public var context: OpaquePointer { reference.context }
+    /// A reference on the context for as long as any copy of the executor exists: work posted by a task still running
+    /// after its context's owner let go must find the context there, not freed memory.
+    private let reference: ContextReference
 
     /// The default main context (the one GTK runs).
     public init(context: OpaquePointer? = nil) {
-        self.context = context ?? g_main_context_default()
+        reference = ContextReference(context ?? g_main_context_default())
     }
 
     public func execute(_ work: @escaping @Sendable () -> Void) {
@@ -34,6 +37,15 @@ public struct GLibMainContextExecutor: SchemeTaskExecutor, @unchecked Sendable {
     }
 
     public var isCurrent: Bool { g_main_context_is_owner(context) != 0 }
+
+    private final class ContextReference: @unchecked Sendable {
+        let context: OpaquePointer
+        init(_ context: OpaquePointer) {
+            self.context = context
+            g_main_context_ref(context)
+        }
+        deinit { g_main_context_unref(context) }
+    }
 
     private final class WorkBox {
         let work: @Sendable () -> Void
