@@ -28,7 +28,7 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
     static let lowWater = 64 << 10
     /// How far a response may run ahead of the web process that receives it, and how often the stream asks where the
     /// web process is (`satchel_stream_pace_with_web_view`). Measured with a 1 GiB file: the UI process then grew by
-    /// 7-11 MiB instead of 0.6-0.9 GiB, in the same time (1, 4 and 16 MiB windows were indistinguishable in speed).
+    /// 7-12 MiB instead of 0.6-0.9 GiB, in the same time (1, 4 and 16 MiB windows were indistinguishable in speed).
     static let pacingWindow = 4 << 20
     static let pacingInterval = 512 << 10
 
