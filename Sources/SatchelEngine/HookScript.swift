@@ -43,6 +43,7 @@ public enum HookScript {
                 "methodHeader": .string(channels.methodHeader),
                 "contentTypeHeader": .string(channels.contentTypeHeader),
                 "bodyIdHeader": .string(channels.bodyIDHeader),
+                "keepaliveHeader": .string(channels.keepaliveHeader),
                 "bodyIdParameter": .string(channels.bodyIDParameter),
                 "queryParameter": .string(channels.queryParameter),
                 "headerThreshold": .integer(Int64(headerThreshold)),
@@ -67,6 +68,9 @@ public enum HookScript {
   "use strict";
   var w = typeof window !== "undefined" ? window : globalThis;
   if (w.__satchelHook) return; // safe to inject twice
+  // Only on the app's own pages: on any other origin (a site the web view navigated to) the hook does nothing,
+  // so a foreign page cannot make it prove a body for the app's origins.
+  if (w.location && w.location.origin && config.origins.indexOf(w.location.origin) < 0) return;
   // The secret stays in this closure: nothing on window exposes it.
   var proofKey = config.proofSecret ? fromBase64url(config.proofSecret) : null;
   w.__satchelHook = { origins: config.origins.slice(), proofs: !!proofKey };
@@ -184,14 +188,56 @@ public enum HookScript {
       return Promise.resolve({ text: body.toString(), type: contentType || "application/x-www-form-urlencoded;charset=UTF-8" });
     if ((typeof FormData !== "undefined" && body instanceof FormData) || (typeof Blob !== "undefined" && body instanceof Blob)) {
       // Response serialises FormData exactly as fetch would (multipart with its boundary) and keeps a Blob's type.
-      var response = new Response(body);
-      var type = contentType || response.headers.get("Content-Type") || "";
-      return response.arrayBuffer().then(function (buffer) { return { bytes: new Uint8Array(buffer), type: type }; });
+      var serialised;
+      try {
+        var response = new Response(body);
+        var type = contentType || response.headers.get("Content-Type") || "";
+        serialised = response.arrayBuffer().then(function (buffer) { return { bytes: new Uint8Array(buffer), type: type }; });
+      } catch (error) {
+        serialised = Promise.reject(error);
+      }
+      if (!(body instanceof FormData)) return serialised;
+      return serialised.catch(function () { return multipartBody(body); });
     }
     if (body instanceof ArrayBuffer) return Promise.resolve({ bytes: new Uint8Array(body.slice(0)), type: contentType || "" });
     if (ArrayBuffer.isView(body))
       return Promise.resolve({ bytes: new Uint8Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)), type: contentType || "" });
     return Promise.resolve({ text: String(body), type: contentType || "text/plain;charset=UTF-8" });
+  }
+
+  // multipart/form-data written here, by the HTML standard's rules: WebKitGTK cannot serialise a FormData that holds
+  // a File or Blob (new Response(formData).arrayBuffer(), and so fetch and XHR, reject with "Unable to read form data
+  // blob"), while each file can still be read on its own. Line breaks in names and string values become CRLF (not in
+  // file names); in names and file names CR, LF and '"' are then escaped as %0D, %0A and %22; a file part's type is the
+  // file's, else application/octet-stream. The boundary holds 128 random bits, so, as in browsers, the parts are not
+  // searched for it.
+  function multipartBody(data) {
+    var crlf = function (text) { return String(text).replace(/\r\n|\r|\n/g, "\r\n"); };
+    var quoted = function (text) { return String(text).replace(/\r/g, "%0D").replace(/\n/g, "%0A").replace(/"/g, "%22"); };
+    var entries = [];
+    data.forEach(function (value, name) { entries.push([name, value]); });
+    return Promise.all(entries.map(function (entry) {
+      return typeof entry[1] === "string" ? null : entry[1].arrayBuffer().then(function (buffer) { return new Uint8Array(buffer); });
+    })).then(function (files) {
+      var encoder = new TextEncoder();
+      var boundary = "----SatchelFormBoundary" + randomId();
+      var pieces = [];
+      entries.forEach(function (entry, i) {
+        var head = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + quoted(crlf(entry[0])) + "\"";
+        if (typeof entry[1] === "string") {
+          pieces.push(encoder.encode(head + "\r\n\r\n" + crlf(entry[1]) + "\r\n"));
+        } else {
+          pieces.push(encoder.encode(head + "; filename=\"" + quoted(entry[1].name) + "\"\r\nContent-Type: " + (entry[1].type || "application/octet-stream") + "\r\n\r\n"));
+          pieces.push(files[i]);
+          pieces.push(encoder.encode("\r\n"));
+        }
+      });
+      pieces.push(encoder.encode("--" + boundary + "--\r\n"));
+      var bytes = new Uint8Array(pieces.reduce(function (sum, piece) { return sum + piece.length; }, 0));
+      pieces.reduce(function (offset, piece) { bytes.set(piece, offset); return offset + piece.length; }, 0);
+      // A Content-Type the page set itself names its own boundary, which these bytes do not use.
+      return { bytes: bytes, type: "multipart/form-data; boundary=" + boundary };
+    });
   }
 
   // Hands a body to native code and resolves once it is stored (the web view's reply, or the server's 204).
@@ -281,11 +327,15 @@ public enum HookScript {
           var next = {};
           for (var key in (init || {})) next[key] = init[key];
           next.method = String(method).toUpperCase();
+          // keepalive (a beacon, a fetch made as the page leaves) must outlive the page: the native side is told,
+          // since WebKit stops a custom-scheme load with its frame whatever keepalive says.
+          if (next.keepalive || (request && request.keepalive)) headers.set(config.keepaliveHeader, "1");
           next.headers = headers;
           delete next.body;
           if (request) {
             next.credentials = next.credentials || request.credentials;
             next.mode = next.mode || request.mode;
+            next.keepalive = next.keepalive || request.keepalive;
           }
           return originalFetch(url, next);
         });

@@ -14,24 +14,22 @@ import WebKit
 @MainActor
 public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
     public let driver: SchemeTaskDriver
-    private var tasks: [ObjectIdentifier: TaskAdapter] = [:]
 
     public init(driver: SchemeTaskDriver) {
         self.driver = driver
     }
 
+    // No table here: the driver knows each task by the identity of the WKURLSchemeTask, from start until it
+    // finishes, fails or is stopped, and forgets it then.
     public func webView(_ webView: WKWebView, start urlSchemeTask: any WKURLSchemeTask) {
-        let adapter = TaskAdapter(urlSchemeTask)
-        tasks[ObjectIdentifier(urlSchemeTask)] = adapter
-        driver.start(adapter)
+        driver.start(TaskAdapter(urlSchemeTask), id: ObjectIdentifier(urlSchemeTask))
     }
 
     public func webView(_ webView: WKWebView, stop urlSchemeTask: any WKURLSchemeTask) {
-        guard let adapter = tasks.removeValue(forKey: ObjectIdentifier(urlSchemeTask)) else { return }
-        driver.stop(adapter)
+        driver.stop(ObjectIdentifier(urlSchemeTask))
     }
 
-    /// Wraps a `WKURLSchemeTask`; the driver calls it on the main queue only.
+    /// Wraps a `WKURLSchemeTask`; the driver calls it on the main queue only (the driver's default executor).
     final class TaskAdapter: SchemeTask, @unchecked Sendable {
         let task: any WKURLSchemeTask
         let request: ResourceRequest
@@ -53,7 +51,11 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
             task.didReceive(response)
         }
 
-        func didReceive(_ data: [UInt8]) { task.didReceive(Data(data)) }
+        // WebKit copies the bytes at once: ready for the next chunk straight away.
+        func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
+            task.didReceive(Data(data))
+            ready()
+        }
         func didFinish() { task.didFinish() }
         func didFail(_ error: any Error) { task.didFailWithError(error) }
     }

@@ -6,16 +6,29 @@ import SatchelEngine
 public struct ResponseHead: Sendable, Equatable {
     public var status: Int
     public var headers: HTTPHeaders
+    /// The body's length when known in advance (a package file, a `Content-Length` from the network); WebKitGTK
+    /// wants it when the response is created.
+    public var bodyLength: Int64?
+
+    public init(status: Int, headers: HTTPHeaders, bodyLength: Int64? = nil) {
+        self.status = status
+        self.headers = headers
+        self.bodyLength = bodyLength
+    }
 }
 
-/// What the driver needs of a WebKit scheme task (`WKURLSchemeTask`), and what the Linux tests stand in for.
-/// WebKit's contract: exactly one response before any data, then data, then exactly one finish or fail, and
-/// nothing at all once the task was stopped; every call on the same thread. Breaking it crashes the app
-/// ("This task has already been stopped"), which is why the driver, not the adapter, owns these rules.
+/// What the driver needs of a WebKit scheme task (`WKURLSchemeTask`, a WebKitGTK `WebKitURISchemeRequest`), and
+/// what the Linux tests stand in for. WebKit's contract: exactly one response before any data, then data, then
+/// exactly one finish or fail, and nothing at all once the task was stopped; every call on the executor's
+/// thread. Breaking it crashes the app ("This task has already been stopped"), which is why the driver, not the
+/// adapter, owns these rules.
 public protocol SchemeTask: AnyObject, Sendable {
     var request: ResourceRequest { get }
     func didReceive(_ head: ResponseHead)
-    func didReceive(_ data: [UInt8])
+    /// Hands over a chunk; the task calls `ready` (on the executor's thread, once) when it can take the next.
+    /// `WKURLSchemeTask` copies the bytes at once, so its adapter calls `ready` at once; a `GInputStream` calls it
+    /// when WebKit has read what it holds. Until then the driver reads nothing more (bounded memory).
+    func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void)
     func didFinish()
     func didFail(_ error: any Error)
 }
@@ -64,100 +77,151 @@ struct SchemeTaskState {
 }
 
 /// Drives scheme tasks from the request pipeline while keeping WebKit's contract, whatever the timing of
-/// `stop`: all task calls happen on one serial queue (the main queue in an app), the pipeline's work runs
-/// off it and is cancelled on stop, and each chunk waits for the previous one to be delivered (bounded
-/// memory, in order).
+/// `stop`: all task calls happen on one executor (the main queue, or the GLib main context), the pipeline's
+/// work runs off it and is cancelled on stop, and each chunk waits until the task is ready for the next
+/// (bounded memory, in order).
+///
+/// The driver owns the bookkeeping: a task is known from `start` until it finishes, fails or is stopped, and
+/// forgotten then. Adapters keep no table of their own; they name a task by an ``ObjectIdentifier`` of
+/// whatever WebKit hands them again in `stop` (the `WKURLSchemeTask`), or of the adapter object itself.
 public final class SchemeTaskDriver: Sendable {
     public let pipeline: RequestPipeline
-    /// Where every call to a task is made. WebKit wants the main thread.
-    public let queue: DispatchQueue
+    /// Where every call to a task is made.
+    public let executor: any SchemeTaskExecutor
     /// Largest chunk handed to a task (WebKit copies each into its process).
     public let chunkSize: Int
-    private let running = Locked([ObjectIdentifier: Running]())
+    private let running = Locked(Bookkeeping())
 
+    private struct Bookkeeping {
+        var tasks: [ObjectIdentifier: Running] = [:]
+        var started = 0
+    }
+
+    /// One task's state; `state` and `readyWaiter` are only touched on the executor.
     private final class Running: @unchecked Sendable {
-        var state = SchemeTaskState()  // only touched on `queue`
+        var state = SchemeTaskState()
+        /// The page sent it with `keepalive` (the hook's marker): a stop ends delivery to WebKit, not the work.
+        let keepalive: Bool
+        init(keepalive: Bool) { self.keepalive = keepalive }
         var work: Task<Void, Never>?
-    }
+        /// The delivery waiting for the task to take another chunk (resumed with false by a stop).
+        var readyWaiter: CheckedContinuation<Bool, Never>?
 
-    public init(pipeline: RequestPipeline, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10) {
-        self.pipeline = pipeline
-        self.queue = queue
-        self.chunkSize = max(1, min(chunkSize, FileRegion.maxChunk))
-    }
-
-    /// Starts answering `task`. Call on ``queue`` (WebKit's `webView(_:start:)`).
-    public func start(_ task: any SchemeTask) {
-        let running = Running()
-        let key = ObjectIdentifier(task)
-        self.running.withLock { $0[key] = running }
-        let request = task.request
-        running.work = Task { [self] in
-            let (response, _, _) = await pipeline.respond(to: request)
-            await deliver(task, running) { state in
-                guard state.responseReady() == .send else { return }
-                task.didReceive(ResponseHead(status: response.status, headers: response.headers))
-            }
-            do {
-                try await stream(response.body) { chunk in
-                    await deliver(task, running) { state in
-                        if state.chunkReady() == .send { task.didReceive(chunk) }
-                    }
-                }
-                await deliver(task, running) { state in
-                    if state.ended() == .send { task.didFinish() }
-                }
-            } catch {
-                await deliver(task, running) { state in
-                    if state.ended() == .send { task.didFail(error) }
-                }
-            }
-            _ = self.running.withLock { $0.removeValue(forKey: key) }
+        func resumeReadyWaiter() {
+            let waiter = readyWaiter
+            readyWaiter = nil
+            waiter?.resume(returning: state.chunkReady() == .send)
         }
     }
 
-    /// WebKit stopped the task: nothing more reaches it, and its work is cancelled. Call on ``queue``.
-    public func stop(_ task: any SchemeTask) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard let running = running.withLock({ $0.removeValue(forKey: ObjectIdentifier(task)) }) else { return }
-        if running.state.stopRequested() { running.work?.cancel() }
+    public init(pipeline: RequestPipeline, executor: any SchemeTaskExecutor, chunkSize: Int = 256 << 10) {
+        self.pipeline = pipeline
+        self.executor = executor
+        self.chunkSize = max(1, min(chunkSize, FileRegion.maxChunk))
     }
 
-    /// Runs `body` on the queue with the task's state, and waits for it: the next chunk is read only after
-    /// this one was handed over.
-    private func deliver(_ task: any SchemeTask, _ running: Running, _ body: @escaping @Sendable (inout SchemeTaskState) -> Void) async {
+    /// A driver calling tasks on a serial Dispatch queue (the main queue in an app on Apple platforms).
+    public convenience init(pipeline: RequestPipeline, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10) {
+        self.init(pipeline: pipeline, executor: DispatchQueueExecutor(queue), chunkSize: chunkSize)
+    }
+
+    /// Tasks started and not yet finished, failed or stopped.
+    public var activeTaskCount: Int { running.withLock { $0.tasks.count } }
+    /// Tasks started since the driver was made.
+    public var startedTaskCount: Int { running.withLock { $0.started } }
+
+    /// Starts answering `task`, known as `id` (default: the task object itself) until it ends or ``stop(_:)``.
+    /// Call on the executor (WebKit's start callback).
+    public func start(_ task: any SchemeTask, id: ObjectIdentifier? = nil) {
+        let running = Running(keepalive: pipeline.engine.configuration.bodyChannels.map { task.request.headers.contains($0.keepaliveHeader) } ?? false)
+        let key = id ?? ObjectIdentifier(task)
+        self.running.withLock {
+            $0.tasks[key] = running
+            $0.started += 1
+        }
+        let request = task.request
+        running.work = Task { [self] in
+            defer { forget(key, running) }
+            var (response, _, _) = await pipeline.respond(to: request)
+            if let page = NavigationRedirect.page(for: response, of: request) { response = page }
+            let head = ResponseHead(status: response.status, headers: response.headers, bodyLength: Self.bodyLength(response))
+            await deliver(running) { state in
+                guard state.responseReady() == .send else { return }
+                task.didReceive(head)
+            }
+            do {
+                // Every kind of body as bounded chunks, read lazily; leaving the loop early (a stop cancels this task, or
+                // the task no longer takes chunks) drops the iterator, which cancels an upstream body behind it. A
+                // stopped keepalive request gets here too, once its request went out: its answer is not read on.
+                for try await chunk in response.body.chunks(size: chunkSize) {
+                    try Task.checkCancellation()
+                    guard await send(chunk, to: task, running) else { break }
+                }
+                await deliver(running) { state in
+                    if state.ended() == .send { task.didFinish() }
+                }
+            } catch {
+                await deliver(running) { state in
+                    if state.ended() == .send { task.didFail(error) }
+                }
+            }
+        }
+    }
+
+    /// WebKit stopped the task: nothing more reaches it, and its work is cancelled (the upstream request, an open
+    /// file). Call on the executor. Stopping a task that already ended, or twice, does nothing.
+    ///
+    /// A keepalive request (a beacon) is the exception: WebKit stops custom-scheme loads with their frame whatever
+    /// `keepalive` says, so a beacon sent as the page leaves is often stopped before its upstream request went out.
+    /// Its work runs on until the request has gone out and its answer's head is back (the body is then dropped,
+    /// which cancels it), as a browser does for keepalive loads over HTTP.
+    public func stop(_ id: ObjectIdentifier) {
+        assert(executor.isCurrent, "SchemeTaskDriver.stop must be called on its executor")
+        guard let running = running.withLock({ $0.tasks.removeValue(forKey: id) }) else { return }
+        if running.state.stopRequested(), !running.keepalive { running.work?.cancel() }
+        running.resumeReadyWaiter()
+    }
+
+    /// ``stop(_:)`` for a task started without an explicit id.
+    public func stop(_ task: any SchemeTask) { stop(ObjectIdentifier(task)) }
+
+    /// Drops the task from the table when its work ends, unless a stop (or a new task under the same id) came first.
+    private func forget(_ key: ObjectIdentifier, _ finished: Running) {
+        running.withLock { book in
+            if let current = book.tasks[key], current === finished { book.tasks.removeValue(forKey: key) }
+        }
+    }
+
+    /// Runs `body` on the executor with the task's state, and waits for it.
+    private func deliver(_ running: Running, _ body: @escaping @Sendable (inout SchemeTaskState) -> Void) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
+            executor.execute {
                 body(&running.state)
                 continuation.resume()
             }
         }
     }
 
-    private func stream(_ body: ResponseBody, _ send: ([UInt8]) async -> Void) async throws {
-        switch body {
-        case .empty: return
-        case .bytes(let bytes):
-            var offset = 0
-            while offset < bytes.count {
-                try Task.checkCancellation()
-                let end = min(bytes.count, offset + chunkSize)
-                await send(Array(bytes[offset..<end]))
-                offset = end
-            }
-        case .file(let region):
-            for try await chunk in region.chunks(size: chunkSize) {
-                try Task.checkCancellation()
-                await send(chunk)
-            }
-        case .stream(let stream):
-            for try await chunk in stream {
-                try Task.checkCancellation()
-                var offset = 0
-                while offset < chunk.count {
-                    let end = min(chunk.count, offset + chunkSize)
-                    await send(Array(chunk[offset..<end]))
-                    offset = end
+    /// The length a response's body will have, from the body itself or its `Content-Length` (never for a 304 or a
+    /// HEAD answer, whose `Content-Length` describes a body that is not sent).
+    static func bodyLength(_ response: ResourceResponse) -> Int64? {
+        if case .stream = response.body {
+            guard response.status != 304, response.status >= 200, let value = response.headers["Content-Length"] else { return nil }
+            return Int64(value.filter { $0 != " " && $0 != "\t" })
+        }
+        return response.body.knownLength
+    }
+
+    /// Hands `chunk` to the task on the executor and waits until the task is ready for the next one (or was stopped).
+    /// Returns false when the task takes no more chunks (stopped, or already ended).
+    private func send(_ chunk: [UInt8], to task: any SchemeTask, _ running: Running) async -> Bool {
+        let executor = self.executor
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            executor.execute {
+                guard running.state.chunkReady() == .send else { return continuation.resume(returning: false) }
+                running.readyWaiter = continuation
+                task.didReceive(chunk) { [executor] in
+                    if executor.isCurrent { running.resumeReadyWaiter() } else { executor.execute { running.resumeReadyWaiter() } }
                 }
             }
         }

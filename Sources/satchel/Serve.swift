@@ -22,12 +22,10 @@ extension Satchel {
         @OptionGroup var storeOptions: StoreOptions
         @Option(help: "Address to bind (loopback unless told otherwise).") var bind: String = "127.0.0.1"
         @Option(help: "Port; 0 picks a free one.") var port: Int = 8080
-        @Option(help: "Host assumed for origin-mode requests whose Host names no package.") var defaultHost: String?
         @OptionGroup var upstream: UpstreamOptions
-        @Flag(help: "Add the body hook to served HTML.") var injectHook = false
+        @OptionGroup var host: EngineHostOptions
         @Flag(help: "Drop every request body that reaches the engine, as WebKit does.") var emulateBodyLoss = false
-        @Flag(help: "Restore bodies without the hook's proof of origin, as seed 004's hooks send them. Any page content can then forge a cookie-bearing POST to the packages' origins.")
-        var acceptUnprovenBodies = false
+
         @Option(help: "Also serve this folder of bundles and catalogs as static files (for the updater).", completion: .directory)
         var publish: String?
         @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String = "info"
@@ -57,14 +55,14 @@ extension Satchel {
             let launch = try storeOperation { () throws(StoreError) in try packageStore.beginLaunch() }
             for rollback in launch.rolledBack { Output.note("\(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)") }
             var configuration = ServerConfiguration(
-                bindHost: bind, port: port, defaultHost: defaultHost, allowedUpstreams: hosts, upstreamOverrides: overrides,
-                injectHook: injectHook, emulateBodyLoss: emulateBodyLoss, publishFolder: publish, threads: threads, accessLog: !noAccessLog)
+                bindHost: bind, port: port, defaultHost: host.defaultHost, allowedUpstreams: hosts, upstreamOverrides: overrides,
+                injectHook: host.injectHook, emulateBodyLoss: emulateBodyLoss, publishFolder: publish, threads: threads, accessLog: !noAccessLog)
             if !connectPorts.isEmpty { configuration.connectPorts = Set(connectPorts) }
             let engine: ResourceEngine
             do {
                 engine = try ResourceEngine(
                     source: packageStore,
-                    configuration: EngineConfiguration(cors: .anyOrigin, activation: .immediate, bodyProof: acceptUnprovenBodies ? .notRequired : .required(.random())))
+                    configuration: EngineConfiguration(cors: .anyOrigin, activation: .immediate, bodyProof: host.bodyProof))
             } catch {
                 Output.error("\(error)")
                 throw ExitCode.failure

@@ -38,6 +38,20 @@ struct BodyRestorerTests {
         #expect(restored.headers["X-Satchel-Content-Type"] == nil)
     }
 
+    @Test("the keepalive marker never reaches the network, with a body channel or without one")
+    func keepaliveMarker() throws {
+        let beacon = ResourceRequest(method: "POST", url: "satchel://h.example/log", headers: ["X-Satchel-Body": "hi", "X-Satchel-Keepalive": "1"])
+        let (restored, channel) = try restorer.restore(beacon, takeStoredBody: none, proof: nil)
+        #expect(channel == .header)
+        #expect(restored.body == Array("hi".utf8))
+        #expect(restored.headers["X-Satchel-Keepalive"] == nil)
+        let alone = ResourceRequest(method: "GET", url: "satchel://h.example/x", headers: ["X-Satchel-Keepalive": "1", "Accept": "*/*"])
+        let (untouched, none) = try restorer.restore(alone, takeStoredBody: none, proof: nil)
+        #expect(none == .none)
+        #expect(untouched.headers["X-Satchel-Keepalive"] == nil)
+        #expect(untouched.headers["Accept"] == "*/*")
+    }
+
     @Test("seed 004's exact XHR hook: header BODY, encodeURIComponent, method kept as POST")
     func seedHeader() throws {
         let body = "user=张三&note=a b"

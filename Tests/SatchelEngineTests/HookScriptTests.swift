@@ -69,6 +69,21 @@ struct HookScriptTests {
             case "xhr get untouched", "other origin untouched":
                 #expect(channel == .none, "\(sent.label)")
                 #expect(!sent.headers.contains { $0[0].lowercased().hasPrefix("x-satchel") })
+            case "fetch formdata file, WebKitGTK serialiser":
+                // The hook wrote the parts itself: byte for byte what node's serialiser (the oracle) wrote, but for the
+                // boundary, which is random in both.
+                let type = try #require(restored.headers["Content-Type"])
+                let nativeType = try #require(intended[2])
+                let prefix = "multipart/form-data; boundary="
+                #expect(type.hasPrefix(prefix + "----SatchelFormBoundary"), "the hook's own serialiser ran: \(type)")
+                #expect(nativeType.hasPrefix(prefix) && nativeType != type, "\(nativeType)")
+                let ours = Array(type.dropFirst(prefix.count).utf8)
+                let theirs = Array(nativeType.dropFirst(prefix.count).utf8)
+                let native = Array(Data(base64Encoded: try #require(intended[1]))!)
+                let expected = native.replacing(theirs, with: ours)
+                #expect(expected != native)
+                #expect(restored.body == expected, "\(String(decoding: restored.body ?? [], as: UTF8.self))")
+                #expect(channel == .bodyStore)
             case "form multipart submit()", "fetch formdata file":
                 let type = try #require(restored.headers["Content-Type"])
                 #expect(type.hasPrefix("multipart/form-data; boundary="), "\(sent.label): \(type)")
@@ -99,6 +114,10 @@ struct HookScriptTests {
         #expect(channels["form clobbered, line breaks"] == .formQuery)
         #expect(channels["form multipart submit()"] == .bodyStore)
         #expect(store.isEmpty, "every stored body was claimed once")
+        // A beacon is a keepalive fetch, marked so that a WebKit adapter lets it reach the network after a stop.
+        let beacon = try #require(run.sent.first { $0.label == "beacon" })
+        #expect(beacon.headers.contains { $0[0].lowercased() == "x-satchel-keepalive" && $0[1] == "1" }, "\(beacon.headers)")
+        #expect(run.sent.filter { $0.label != "beacon" }.allSatisfy { !$0.headers.contains { $0[0].lowercased() == "x-satchel-keepalive" } })
     }
 
     @Test("a proof from another launch, a replayed proof, a tampered body and no proof at all are refused, and nothing is taken from the store")

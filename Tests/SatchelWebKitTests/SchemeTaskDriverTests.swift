@@ -18,6 +18,7 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
     private var stopped = false
 
     init(url: String) { request = ResourceRequest(url: url) }
+    init(_ request: ResourceRequest) { self.request = request }
 
     private func record(_ call: String, _ check: () -> String?) {
         lock.withLock {
@@ -35,11 +36,12 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
         }
     }
 
-    func didReceive(_ data: [UInt8]) {
+    func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
         record("data") {
             bytes += data.count
             return !responded ? "data before the response" : ended ? "data after the end" : nil
         }
+        ready()
     }
 
     func didFinish() {
@@ -64,7 +66,7 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
 
 @Suite("The scheme task driver keeps WebKit's contract")
 struct SchemeTaskDriverTests {
-    func driver(_ folder: String, queue: DispatchQueue) throws -> SchemeTaskDriver {
+    func driver(_ folder: String, queue: DispatchQueue, fetcher: (any NetworkFetcher)? = nil, allowed: [HostPattern] = []) throws -> SchemeTaskDriver {
         let files: [String: [UInt8]] = [
             "index.html": Array("<h1>hi</h1>".utf8),
             "small.js": (0..<(48 << 10)).map { UInt8(truncatingIfNeeded: $0) },
@@ -88,7 +90,9 @@ struct SchemeTaskDriverTests {
             func pin(_ packages: [ServedPackage]) throws -> any Sendable { 0 }
         }
         let engine = try ResourceEngine(source: Source(package: ServedPackage(manifest: manifest, folder: root)))
-        return SchemeTaskDriver(pipeline: RequestPipeline(engine: engine, policy: NetworkPolicy(allowedHosts: [])), queue: queue, chunkSize: 16 << 10)
+        let policy = NetworkPolicy(allowedHosts: allowed)
+        let pipeline = fetcher.map { RequestPipeline(engine: engine, fetcher: $0, policy: policy) } ?? RequestPipeline(engine: engine, policy: policy)
+        return SchemeTaskDriver(pipeline: pipeline, queue: queue, chunkSize: 16 << 10)
     }
 
     func makeQueue() -> DispatchQueue {
@@ -172,6 +176,105 @@ struct SchemeTaskDriverTests {
         }
     }
 
+    @Test("1,000 requests that finish, fail or are stopped leave no task behind in the driver")
+    func bookkeeping() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let queue = makeQueue()
+            let driver = try driver(folder, queue: queue, fetcher: BreakingFetcher(), allowed: [try HostPattern("broken.example")])
+            var tasks: [RecordingTask] = []
+            for index in 0..<1_000 {
+                // Finishes (package files), fails (an upstream that breaks mid-body), or is stopped mid-way.
+                let url = ["satchel://app.example/large.bin", "satchel://app.example/index.html", "https://broken.example/x", "satchel://app.example/small.js"][index % 4]
+                let task = RecordingTask(url: url)
+                tasks.append(task)
+                queue.async { driver.start(task) }
+                if index % 4 == 3 {
+                    queue.async {
+                        task.markStopped()
+                        driver.stop(task)
+                    }
+                }
+            }
+            // Every start (and stop) has run on the queue before the table is watched.
+            await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+            for _ in 0..<3_000 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let outcomes = tasks.map { $0.snapshot.calls.last ?? "nothing" }
+            #expect(driver.startedTaskCount == 1_000)
+            #expect(driver.activeTaskCount == 0, "tasks left behind: \(driver.activeTaskCount)")
+            #expect(outcomes.filter { $0 == "finish" }.count >= 500, "\(Dictionary(grouping: outcomes, by: { $0 }).mapValues(\.count))")
+            #expect(outcomes.filter { $0 == "fail" }.count == 250)
+            #expect(tasks.allSatisfy { $0.snapshot.violations.isEmpty })
+        }
+    }
+
+    @Test("a chunk is read only once the task is ready for it; a stop while the task holds a chunk ends the work")
+    func backpressure() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let queue = makeQueue()
+            let driver = try driver(folder, queue: queue)
+            let task = HoldingTask(url: "satchel://app.example/large.bin")
+            queue.async { driver.start(task) }
+            for _ in 0..<500 where task.chunks == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(task.chunks == 1, "the driver read ahead of a task that was not ready")
+            // Release three chunks, one at a time.
+            for expected in 2...4 {
+                queue.async { task.release() }
+                for _ in 0..<500 where task.chunks < expected { try await Task.sleep(for: .milliseconds(5)) }
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(task.chunks == expected)
+            }
+            #expect(driver.activeTaskCount == 1)
+            queue.async { driver.stop(task) }
+            for _ in 0..<500 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(driver.activeTaskCount == 0)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(task.chunks == 4, "nothing after the stop")
+        }
+    }
+
+    @Test("a stop cancels the upstream request, except a keepalive one (a beacon), which still reaches the network whole; its answer is then dropped")
+    func keepalive() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let queue = makeQueue()
+            let upstream = GatedFetcher()
+            let driver = try driver(folder, queue: queue, fetcher: upstream, allowed: [try HostPattern("origin.example")])
+            // What the hook sends for a beacon, and the same request without the marker; both stopped by WebKit before
+            // the upstream answered (the page went away).
+            let secret = try #require(driver.pipeline.engine.bodyProofSecret)
+            let beacon = RecordingTask(BodyProof.attaching(to: ResourceRequest(method: "POST", url: "https://origin.example/beacon", headers: ["X-Satchel-Body": "bye", "X-Satchel-Keepalive": "1"]), secret: secret))
+            let plain = RecordingTask(BodyProof.attaching(to: ResourceRequest(method: "POST", url: "https://origin.example/plain", headers: ["X-Satchel-Body": "bye"]), secret: secret))
+            for task in [beacon, plain] {
+                queue.async { driver.start(task) }
+            }
+            for _ in 0..<500 where upstream.waiting < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(upstream.waiting == 2)
+            for task in [beacon, plain] {
+                queue.async {
+                    task.markStopped()
+                    driver.stop(task)
+                }
+            }
+            await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+            upstream.open()
+            for _ in 0..<500 where upstream.outcomes.count < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            let outcomes = upstream.outcomes
+            #expect(outcomes["/beacon"] == "answered", "\(outcomes)")
+            #expect(outcomes["/plain"] == "cancelled", "\(outcomes)")
+            // Once the beacon's request went out, its endless answer is not read on: the body is cancelled.
+            for _ in 0..<500 where upstream.bodyCancelled("/beacon") != true { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(upstream.bodyCancelled("/beacon") == true)
+            // The beacon went out as the page meant it: its body, no satchel header.
+            let sent = try #require(upstream.requests["/beacon"])
+            #expect(sent.body == Array("bye".utf8))
+            #expect(sent.headers.filter { $0.name.lowercased().hasPrefix("x-satchel") }.isEmpty, "\(sent.headers)")
+            #expect(driver.activeTaskCount == 0)
+            // Nothing reached WebKit after its stop.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(beacon.snapshot.violations.isEmpty && plain.snapshot.violations.isEmpty, "\(beacon.snapshot.violations) \(plain.snapshot.violations)")
+        }
+    }
+
     @Test("the state machine: one response, data only while streaming, one end, nothing after stop")
     func stateMachine() {
         var state = SchemeTaskState()
@@ -191,5 +294,123 @@ struct SchemeTaskDriverTests {
         let afterStop = [stopped.responseReady(), stopped.chunkReady(), stopped.ended()]
         #expect(cancel)
         #expect(afterStop == [.drop, .drop, .drop])
+    }
+}
+
+/// A task that takes one chunk and holds the `ready` callback until released.
+final class HoldingTask: SchemeTask, @unchecked Sendable {
+    let request: ResourceRequest
+    private let lock = NSLock()
+    private var held: (@Sendable () -> Void)?
+    private var count = 0
+
+    init(url: String) { request = ResourceRequest(url: url) }
+
+    var chunks: Int { lock.withLock { count } }
+    func didReceive(_ head: ResponseHead) {}
+    func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
+        lock.withLock {
+            count += 1
+            held = ready
+        }
+    }
+    func didFinish() {}
+    func didFail(_ error: any Error) {}
+    /// Call on the driver's queue.
+    func release() {
+        let ready = lock.withLock { () -> (@Sendable () -> Void)? in
+            defer { held = nil }
+            return held
+        }
+        ready?()
+    }
+}
+
+/// An upstream that holds every request until `open()`, and records whether each was answered or cancelled first.
+final class GatedFetcher: NetworkFetcher, @unchecked Sendable {
+    private let lock = NSLock()
+    private var gate: [CheckedContinuation<Void, Never>] = []
+    private var isOpen = false
+    private var seen: [String: ResourceRequest] = [:]
+    private var results: [String: String] = [:]
+
+    var waiting: Int { lock.withLock { gate.count } }
+    var outcomes: [String: String] { lock.withLock { results } }
+    var requests: [String: ResourceRequest] { lock.withLock { seen } }
+
+    func open() {
+        let waiters = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            isOpen = true
+            defer { gate = [] }
+            return gate
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        let path = RequestURL(request.url)?.rawPath ?? request.url
+        lock.withLock { seen[path] = request }
+        await withCheckedContinuation { continuation in
+            let now = lock.withLock { () -> Bool in
+                if isOpen { return true }
+                gate.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        let cancelled = Task.isCancelled
+        lock.withLock { results[path] = cancelled ? "cancelled" : "answered" }
+        if cancelled { throw CancellationError() }
+        let body = EndlessBody()
+        lock.withLock { bodies[path] = body }
+        return ResourceResponse(status: 200, headers: [:], body: .stream(BodyStream(reader: body)))
+    }
+
+    private var bodies: [String: EndlessBody] = [:]
+    /// Whether the body answered for `path` was cancelled by its reader.
+    func bodyCancelled(_ path: String) -> Bool? { lock.withLock { bodies[path] }?.cancelled }
+
+    /// A body that never ends unless its reader cancels it.
+    final class EndlessBody: BodyReader, @unchecked Sendable {
+        private let lock = NSLock()
+        private var wasCancelled = false
+        var cancelled: Bool { lock.withLock { wasCancelled } }
+        func nextChunk() async throws -> [UInt8]? {
+            if cancelled { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(1))
+            return [UInt8](repeating: 1, count: 4096)
+        }
+        func cancel() { lock.withLock { wasCancelled = true } }
+    }
+}
+
+/// An upstream whose body breaks after its first chunk.
+struct BreakingFetcher: NetworkFetcher {
+    struct Broken: Error {}
+    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        continuation.yield(Array(repeating: 7, count: 1000))
+        continuation.finish(throwing: Broken())
+        return ResourceResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: .stream(BodyStream(stream)))
+    }
+}
+
+@Suite("A network redirect of a navigation becomes a page that replaces the location")
+struct NavigationRedirectTests {
+    @Test("navigations (Accept: text/html) get the page; fetches keep the 3xx; the target is escaped and mapped back to the scheme")
+    func pages() throws {
+        let redirect = ResourceResponse(status: 302, headers: ["Location": "https://app.example/next?a=1&b=\"</script>"])
+        var navigation = ResourceRequest(url: "satchel://app.example/login")
+        navigation.headers.add("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+        let page = try #require(NavigationRedirect.page(for: redirect, of: navigation))
+        guard case .bytes(let bytes) = page.body else { Issue.record("not bytes"); return }
+        let html = String(decoding: bytes, as: UTF8.self)
+        #expect(page.status == 200)
+        #expect(html.contains("location.replace(\"satchel://app.example/next?a=1&b=\\\"\\u003c/script>\")"), "\(html)")
+        #expect(html.contains("content=\"0;url=satchel://app.example/next?a=1&amp;b=&quot;&lt;/script&gt;\""), "\(html)")
+        #expect(NavigationRedirect.page(for: redirect, of: ResourceRequest(url: "satchel://app.example/api")) == nil)
+        #expect(NavigationRedirect.mappedBack("https://other.example/x", request: "satchel://app.example/") == "https://other.example/x")
+        #expect(NavigationRedirect.mappedBack("/relative", request: "satchel://app.example/") == "/relative")
+        #expect(NavigationRedirect.page(for: ResourceResponse(status: 304), of: navigation) == nil)
     }
 }

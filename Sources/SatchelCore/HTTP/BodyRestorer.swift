@@ -26,13 +26,16 @@ public struct BodyChannels: Sendable, Equatable {
     public var proofHeader: String
     /// …or, for form submissions (navigations cannot carry headers), a query parameter.
     public var proofParameter: String
+    /// Marks a request the page sent with `keepalive` (a beacon): it must reach the network even if the page goes
+    /// away at once, so a WebKit adapter does not cancel its upstream request when WebKit stops the task.
+    public var keepaliveHeader: String
 
     public init(
         headerNames: [String] = ["X-Satchel-Body", "BODY"], encodingHeader: String = "X-Satchel-Body-Encoding",
         methodHeader: String = "X-Satchel-Method", contentTypeHeader: String = "X-Satchel-Content-Type",
         queryParameter: String = "POST_DATA", bodyIDHeader: String = "X-Satchel-Body-Id",
         bodyIDParameter: String = "SATCHEL_BODY_ID", maxHeaderValueBytes: Int = 16 << 10, proofHeader: String = "X-Satchel-Token",
-        proofParameter: String = "SATCHEL_TOKEN"
+        proofParameter: String = "SATCHEL_TOKEN", keepaliveHeader: String = "X-Satchel-Keepalive"
     ) {
         self.headerNames = headerNames
         self.encodingHeader = encodingHeader
@@ -44,10 +47,11 @@ public struct BodyChannels: Sendable, Equatable {
         self.maxHeaderValueBytes = maxHeaderValueBytes
         self.proofHeader = proofHeader
         self.proofParameter = proofParameter
+        self.keepaliveHeader = keepaliveHeader
     }
 
     /// Every header a satchel hook may add; all are removed before a request is forwarded.
-    public var allHeaders: [String] { headerNames + [encodingHeader, methodHeader, contentTypeHeader, bodyIDHeader, proofHeader] }
+    public var allHeaders: [String] { headerNames + [encodingHeader, methodHeader, contentTypeHeader, bodyIDHeader, proofHeader, keepaliveHeader] }
 
     /// Every query parameter a satchel hook may add; all are removed before a request is forwarded, and their
     /// values never reach a log.
@@ -122,19 +126,18 @@ public struct BodyRestorer: Sendable {
         _ request: ResourceRequest, takeStoredBody: (String) -> StoredBody?, proof: BodyProofCheck?
     ) throws(BodyRestorationError) -> (request: ResourceRequest, channel: BodyChannel) {
         var result = request
-        let url = RequestURL(request.url)
-        var query = url?.query.map(QueryString.init) ?? QueryString("")
+        var query = RequestURL(request.url)?.query.map(QueryString.init) ?? QueryString("")
         let headerName = channels.headerNames.first { request.headers.contains($0) }
         let formValues = query.values(channels.queryParameter)
         let idFromHeader = request.headers[channels.bodyIDHeader]
         let idFromQuery = query.values(channels.bodyIDParameter)
 
-        var claimed: [BodyChannel] = []
-        if headerName != nil { claimed.append(.header) }
-        if !formValues.isEmpty { claimed.append(.formQuery) }
-        if idFromHeader != nil || !idFromQuery.isEmpty { claimed.append(.bodyStore) }
+        let claimed = claimedChannels(request)
         guard claimed.count <= 1 else { throw .conflictingChannels(claimed) }
-        guard let channel = claimed.first else { return (request, .none) }
+        guard let channel = claimed.first else {
+            result.headers.remove(channels.keepaliveHeader)  // a marker without a body is only a marker
+            return (result, .none)
+        }
 
         let originalMethod = request.headers[channels.methodHeader]
         let originalType = request.headers[channels.contentTypeHeader]
@@ -190,6 +193,17 @@ public struct BodyRestorer: Sendable {
         }
         result.headers.set("Content-Length", String(result.body?.count ?? 0))
         return (result, channel)
+    }
+
+    /// The channels through which `request` claims a body (none, one, or several, which ``restore`` refuses).
+    /// Satchel's other fields (the proof, the method, the keepalive marker) claim nothing on their own.
+    public func claimedChannels(_ request: ResourceRequest) -> [BodyChannel] {
+        let query = RequestURL(request.url)?.query.map(QueryString.init) ?? QueryString("")
+        var claimed: [BodyChannel] = []
+        if channels.headerNames.contains(where: { request.headers.contains($0) }) { claimed.append(.header) }
+        if !query.values(channels.queryParameter).isEmpty { claimed.append(.formQuery) }
+        if request.headers.contains(channels.bodyIDHeader) || !query.values(channels.bodyIDParameter).isEmpty { claimed.append(.bodyStore) }
+        return claimed
     }
 
     /// WebKit keeps the method of an intercepted POST; a hook that had to turn it into a GET (forms) is

@@ -49,6 +49,17 @@ globalThis.FormData = class extends RealFormData {
     if (submitter && submitter.name) this.append(submitter.name, submitter.value);
   }
 };
+// The WebKitGTK stand-in: its Response cannot read a FormData that holds a File or Blob ("Unable to read form data
+// blob"), so neither can fetch or XHR; the hook must then write the multipart body itself.
+const RealResponse = globalThis.Response;
+let formDataBlobsUnreadable = false;
+globalThis.Response = class extends RealResponse {
+  constructor(body, init) {
+    super(body, init);
+    this.unreadable = formDataBlobsUnreadable && body instanceof RealFormData && [...body.values()].some((v) => typeof v !== "string");
+  }
+  arrayBuffer() { return this.unreadable ? Promise.reject(new Error("InvalidStateError: Unable to read form data blob")) : super.arrayBuffer(); }
+};
 let submitListener = null;
 globalThis.document = { addEventListener(type, listener) { if (type === "submit") submitListener = listener; } };
 class FakeForm {
@@ -80,6 +91,19 @@ async function run() {
   const unicode = JSON.stringify({ name: "Zoë Café ☕", emoji: "😀👍", cjk: "名前", quote: "\"'&=+%" });
   const bigText = "x".repeat(20000) + "é";
   const binary = new Uint8Array(256).map((_, i) => i);
+  // Names and file names with quotes and line breaks, string values with bare LFs and CRs, a file without a type: node's
+  // own serialiser (undici, which follows the HTML standard) is the oracle for the hook's.
+  const awkwardFormData = () => {
+    const data = new FormData();
+    data.append("caption", "Ünïcode\nline two\rline three");
+    data.append("we\"ird\r\nname", "x");
+    data.append("file", new Blob([binary], { type: "" }), "da\"ta\n.bin");
+    data.append("photo", new Blob([binary.subarray(0, 10)], { type: "image/png" }), "p.png");
+    return data;
+  };
+  const native = new RealResponse(awkwardFormData());
+  const nativeType = native.headers.get("Content-Type");
+  const nativeMultipart = new Uint8Array(await native.arrayBuffer());
   const cases = [
     ["xhr text", () => { const x = new XMLHttpRequest(); x.open("POST", API); x.send("hello world"); }, new TextEncoder().encode("hello world"), "text/plain;charset=UTF-8"],
     ["xhr json unicode", () => { const x = new XMLHttpRequest(); x.open("POST", API); x.setRequestHeader("Content-Type", "application/json"); x.send(unicode); }, new TextEncoder().encode(unicode), "application/json"],
@@ -112,6 +136,10 @@ async function run() {
       form.submit();
     }, null, "multipart/form-data"],
     ["fetch formdata file", () => { const fd = new FormData(); fd.append("caption", "Ünïcode"); fd.append("file", new Blob([binary], { type: "application/octet-stream" }), "data.bin"); return fetch(API, { method: "POST", body: fd }); }, null, "multipart/form-data"],
+    ["fetch formdata file, WebKitGTK serialiser", async () => {
+      formDataBlobsUnreadable = true;
+      try { await fetch(API, { method: "POST", body: awkwardFormData() }); } finally { formDataBlobsUnreadable = false; }
+    }, nativeMultipart, nativeType],
     ["xhr get untouched", () => { const x = new XMLHttpRequest(); x.open("GET", API + "?q=1"); x.send(); }, null, null],
     ["other origin untouched", () => fetch("https://elsewhere.example/api", { method: "POST", body: "keep me" }), null, null],
   ];

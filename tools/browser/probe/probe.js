@@ -37,6 +37,16 @@
   }
   function utf8(text) { return new TextEncoder().encode(text); }
 
+  // A FormData holding a File: its bytes depend on the browser's boundary, so the parts are what it means to send.
+  var formFileName = "probe-form ü.bin";
+  function formDataWithFile() {
+    var data = new FormData();
+    data.append("caption", "Ünïcode caption · 名前 \"quoted\"");
+    data.append("upload", new File([allBytes(2)], formFileName, { type: "application/octet-stream" }));
+    data.append("after", "a value after the file");
+    return data;
+  }
+
   // The cases: body (what is passed to XHR/fetch/sendBeacon), the bytes that body stands for, and its type.
   var cases = {
     "xhr-text": { api: "xhr", body: "plain text body: a=1&b=2; 100% sure + more", type: null },
@@ -55,6 +65,11 @@
     "fetch-request-object": { api: "request", body: "sent in a Request object", type: "text/plain" },
     "fetch-patch": { api: "fetch", method: "PATCH", body: unicode, type: "text/plain" },
     "fetch-5mb": { api: "fetch", body: bigBytes(5 * 1024 * 1024), type: "application/octet-stream" },
+    "fetch-formdata-file": { api: "fetch", body: formDataWithFile(), type: null, parts: [
+      ["caption", null, null, utf8("Ünïcode caption · 名前 \"quoted\"")],
+      ["upload", formFileName, "application/octet-stream", allBytes(2)],
+      ["after", null, null, utf8("a value after the file")],
+    ] },
     "beacon-text": { api: "beacon", body: "beacon text · ünïcode", type: null },
     "beacon-blob": { api: "beacon", body: new Blob([json], { type: "application/json" }), bytes: utf8(json), type: null },
   };
@@ -69,7 +84,10 @@
     var spec = cases[name];
     var url = "/echo/" + name;
     var method = spec.method || "POST";
-    var report = { name: name, method: method, url: url, api: spec.api, type: spec.type, sent: base64(meant(spec)), length: meant(spec).length };
+    var report = spec.parts
+      ? { name: name, method: method, url: url, api: spec.api, type: spec.type, parts: spec.parts.map(function (p) { return [p[0], p[1], p[2], base64(p[3])]; }),
+          length: spec.parts.reduce(function (sum, p) { return sum + p[3].length; }, 0) }
+      : { name: name, method: method, url: url, api: spec.api, type: spec.type, sent: base64(meant(spec)), length: meant(spec).length };
     if (spec.api === "xhr") {
       return new Promise(function (resolve) {
         var xhr = new XMLHttpRequest();

@@ -1,0 +1,92 @@
+import CSatchelGLib
+import CWebKitGTK
+import SatchelCore
+import SatchelEngine
+import SatchelWebKit
+
+/// Satchel in a WebKitGTK app: a `WebKitWebContext` whose custom schemes the engine answers, a network session whose
+/// cookie store the engine shares, and web views with the body hook and its `satchelBody` handler. Create it on the
+/// main thread after `gtk_init`, before the first load.
+///
+/// ```swift
+/// let store = try PackageStore(root: "store")
+/// let engine = try ResourceEngine(source: store)
+/// let satchel = SatchelWebContext(
+///     engine: engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")]),
+///     hook: HookScript.Configuration(origins: ["satchel://m.shop.com"]))
+/// let webView = satchel.makeWebView()
+/// gtk_window_set_child(window, webView)
+/// webkit_web_view_load_uri(webView, "satchel://m.shop.com/")
+/// ```
+public final class SatchelWebContext: @unchecked Sendable {
+    /// `WebKitWebContext*`.
+    public let context: OpaquePointer
+    /// `WebKitNetworkSession*`.
+    public let session: OpaquePointer
+    public let handler: URISchemeHandler
+    public let bodies: BodyMessageHandler
+    public let cookies: WebKitCookieJar
+    public let executor: GLibMainContextExecutor
+    /// The hook's source, injected at document start into every frame; nil: no hook.
+    public let hookScript: String?
+
+    /// - Parameters:
+    ///   - policy: the network fallback's rules; its ``CookieProvider`` becomes WebKit's cookie store.
+    ///   - fetcher: how misses reach the network (on Linux, `HTTPClientFetcher` from SatchelNetwork; the app shuts it
+    ///     down when it is done with it).
+    ///   - hook: the hook's configuration (origins such as `satchel://m.shop.com`), or nil for no hook: then every
+    ///     request that may carry a body is refused (see ``URISchemeHandler``).
+    ///   - ephemeral: a network session that keeps nothing on disk (cookies included).
+    public init(
+        engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher,
+        hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10
+    ) throws {
+        executor = GLibMainContextExecutor()
+        context = webkit_web_context_new()
+        session = ephemeral ? webkit_network_session_new_ephemeral() : webkit_network_session_get_default()
+        if !ephemeral { g_object_ref(UnsafeMutableRawPointer(session)) }
+        cookies = WebKitCookieJar(manager: webkit_network_session_get_cookie_manager(session), executor: executor)
+        var policy = policy
+        policy.cookies = cookies
+        let pipeline = RequestPipeline(engine: engine, fetcher: fetcher, policy: policy)
+        let driver = SchemeTaskDriver(pipeline: pipeline, executor: executor, chunkSize: chunkSize)
+        handler = URISchemeHandler(driver: driver, cookies: cookies)
+        handler.register(on: context, schemes: engine.configuration.customSchemes)
+        bodies = BodyMessageHandler(store: engine.bodyStore, name: hook?.messageHandler ?? "satchelBody")
+        // The hook proves every body it moves with this launch's secret, which the engine made.
+        hookScript = hook.map { hook in
+            var configured = hook
+            if configured.proofSecret == nil { configured.proofSecret = engine.bodyProofSecret }
+            return HookScript.render(configured)
+        }
+        mediaRelay = try MediaRelay(driver: driver)
+        mediaScript = MediaScript.render(relayBaseURL: mediaRelay.baseURL, schemes: engine.configuration.customSchemes)
+    }
+
+    /// Media from the custom schemes over loopback HTTP (see ``MediaRelay``), on the same driver.
+    public let mediaRelay: MediaRelay
+    /// See ``MediaScript``: always injected, hook or not.
+    public let mediaScript: String
+
+    public var driver: SchemeTaskDriver { handler.driver }
+
+    /// A web view on this context: the media script and the hook at document start in every frame, and the body
+    /// handler.
+    public func makeWebView() -> UnsafeMutablePointer<WebKitWebView> {
+        let manager = webkit_user_content_manager_new()!
+        let media = webkit_user_script_new(mediaScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
+        webkit_user_content_manager_add_script(manager, media)
+        webkit_user_script_unref(media)
+        if let hookScript {
+            // Top frame only: the hook holds the launch's secret, which belongs to the app's own pages; a frame can
+            // be anyone's (and the hook also stays inert on a top-level page of another origin).
+            let script = webkit_user_script_new(hookScript, WEBKIT_USER_CONTENT_INJECT_TOP_FRAME, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
+            webkit_user_content_manager_add_script(manager, script)
+            webkit_user_script_unref(script)
+            bodies.register(on: manager)
+        }
+        let view = satchel_web_view_new(context, session, manager)!
+        g_object_unref(UnsafeMutableRawPointer(manager))
+        return view
+    }
+}

@@ -1,0 +1,78 @@
+import ArgumentParser
+import CSatchelGLib
+import CWebKitGTK
+import Foundation
+import SatchelCore
+import SatchelEngine
+import SatchelNetwork
+import SatchelOptions
+import SatchelStore
+import SatchelWebKitGTK
+
+@main
+struct SatchelWebview: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "satchel-webview",
+        abstract: "Open a URL in a WebKitGTK window whose custom scheme (satchel://) is answered by the engine.",
+        discussion: """
+            Other URLs load normally. With --script or --screenshot it exits when done (0, or 1 when the load, the script or \
+            the screenshot failed or --timeout passed); otherwise the window stays open. It needs a display: use \
+            `xvfb-run -a satchel-webview …` headless. --json prints one object: url, title, result, screenshot, error, \
+            loadMs, tasks {started, active}.
+            """)
+
+    @Argument(help: "The URL to open (satchel://host/path, or a path under --default-host).") var url: String
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var upstream: UpstreamOptions
+    @OptionGroup var host: EngineHostOptions
+    @Option(help: "A file holding the body of an async JavaScript function, run after the load event; its awaited, JSON-serialisable value is the result.", completion: .file())
+    var script: String?
+    @Option(help: "Save a PNG of the visible page here (after the script, if any).", completion: .file()) var screenshot: String?
+    @Option(help: "Seconds before giving up (load, script and screenshot together).") var timeout: Double = 60
+    @Flag(help: "Print one JSON object on stdout.") var json = false
+    @Option(help: "Window size, WIDTHxHEIGHT.") var windowSize: String = "1280x900"
+
+    func validate() throws {
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard parsedSize != nil else { throw ValidationError("--window-size must look like 1280x900") }
+        if let script, !FileManager.default.isReadableFile(atPath: script) { throw ValidationError("cannot read --script file \(script)") }
+    }
+
+    var parsedSize: (Int32, Int32)? {
+        let parts = windowSize.split(separator: "x").compactMap { Int32($0) }
+        return parts.count == 2 && parts.allSatisfy({ $0 > 0 }) ? (parts[0], parts[1]) : nil
+    }
+
+    /// The URL to load: a bare path goes under `--default-host` on the custom scheme.
+    var target: String {
+        if url.hasPrefix("/"), let host = host.defaultHost { return "satchel://\(host)\(url)" }
+        return url
+    }
+
+    func run() throws {
+        gtk_init()
+        let packageStore = try storeOptions.open()
+        let launch = try packageStore.beginLaunch()
+        for rollback in launch.rolledBack {
+            FileHandle.standardError.write(Data("note: \(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)\n".utf8))
+        }
+        let engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(cors: .anyOrigin, bodyProof: host.bodyProof))
+        // The hook rewrites requests to the app's own origins: every package host and allow-listed upstream host
+        // (exact names; a wildcard cannot be an origin) under the custom schemes.
+        let hosts = Set(engine.servedPackages.flatMap { $0.manifest.scope.hosts.map(\.value) } + upstream.allowUpstream.map { $0.lowercased() })
+            .filter { !$0.hasPrefix("*.") }
+        let origins = engine.configuration.customSchemes.sorted().flatMap { scheme in hosts.sorted().map { "\(scheme)://\($0)" } }
+        let fetcher = Self.makeFetcher()
+        let satchel = try SatchelWebContext(engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins))
+        let session = ViewerSession(
+            satchel: satchel, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
+            screenshot: screenshot, json: json, size: parsedSize!, beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })
+        session.start(timeout: timeout)
+        let loop = g_main_loop_new(nil, 0)
+        g_main_loop_run(loop)
+    }
+
+    /// The one place the viewer's network stack is chosen: AsyncHTTPClient on NIO's shared event loops (header fields
+    /// as sent, repeated `Set-Cookie` kept apart, upstream backpressure), shut down before the viewer exits.
+    static func makeFetcher() -> HTTPClientFetcher { HTTPClientFetcher() }
+}
