@@ -283,12 +283,12 @@ public final class ServerResponder: Sendable {
 
     /// Adds `<script src="/_satchel/hook.js"></script>` as the first thing in `<head>` (or the document), so it
     /// runs before the page's own scripts. HTML files are small; larger bodies are passed through untouched.
-    /// The hook goes inline, and only into documents loaded as a top-level page (`Sec-Fetch-Dest: document`, or
-    /// no such header): its configuration carries the launch's secret, which must stay with the app's own pages.
-    /// A frame may be embedded by anyone; a `<script src>` URL could be loaded by any site as a script, and
-    /// read through the hooks it installs.
+    /// The hook goes inline into the app's own documents (HTML a package served, loaded as a page or a frame:
+    /// `Sec-Fetch-Dest` document, iframe or frame, or no such header), never into HTML a script fetches as data.
+    /// Inline, because its configuration carries the launch's secret: a `<script src>` URL could be loaded by any
+    /// site as a script and read through the hooks it installs.
     private func injectingHook(into response: ResourceResponse, for request: ServerRequest) -> ResourceResponse {
-        if let destination = request.headers["Sec-Fetch-Dest"], destination.lowercased() != "document" { return response }
+        if let destination = request.headers["Sec-Fetch-Dest"]?.lowercased(), !["document", "iframe", "frame"].contains(destination) { return response }
         guard response.status == 200 || response.status == 503, response.headers["Content-Type"]?.hasPrefix("text/html") == true else { return response }
         let bytes: [UInt8]
         switch response.body {

@@ -236,11 +236,11 @@ struct ServerLimitTests {
         client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\nGET /_satchel/hook.js HTTP/1.1\r\nHost: 127.0.0.1:\(fixture.port)\r\n\r\n")
         let pages = await client.responses(2)
         #expect(bodyText(pages.first).contains("<head><script>/* Satchel body hook"), "inline: no script URL another site could load")
-        // Only top-level documents get the hook; a frame does not.
-        client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\nSec-Fetch-Dest: iframe\r\n\r\nGET / HTTP/1.1\r\nHost: m.shop.example\r\nSec-Fetch-Dest: document\r\n\r\n")
-        let framed = await client.responses(2)
-        #expect(!bodyText(framed.first).contains("Satchel body hook"))
-        #expect(bodyText(framed.last).contains("Satchel body hook"))
+        // Pages and frames get the hook; HTML a script fetches as data does not.
+        client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\nSec-Fetch-Dest: empty\r\n\r\nGET / HTTP/1.1\r\nHost: m.shop.example\r\nSec-Fetch-Dest: iframe\r\n\r\n")
+        let fetched = await client.responses(2)
+        #expect(!bodyText(fetched.first).contains("Satchel body hook"))
+        #expect(bodyText(fetched.last).contains("Satchel body hook"))
         #expect(bodyText(pages.last).contains("http://m.shop.example"))
         await fixture.stop()
     }

@@ -27,8 +27,10 @@ public final class SatchelWebContext: @unchecked Sendable {
     public let bodies: BodyMessageHandler
     public let cookies: WebKitCookieJar
     public let executor: GLibMainContextExecutor
-    /// The hook's source, injected at document start into every frame; nil: no hook.
+    /// The hook's source, injected at document start into the documents of the app's origins; nil: no hook.
     public let hookScript: String?
+    /// WebKit URL patterns of those documents (`satchel://m.shop.com/*`).
+    let hookAllowList: [String]
 
     /// - Parameters:
     ///   - policy: the network fallback's rules; its ``CookieProvider`` becomes WebKit's cookie store.
@@ -53,6 +55,7 @@ public final class SatchelWebContext: @unchecked Sendable {
         handler = URISchemeHandler(driver: driver, cookies: cookies)
         handler.register(on: context, schemes: engine.configuration.customSchemes)
         bodies = BodyMessageHandler(store: engine.bodyStore, name: hook?.messageHandler ?? "satchelBody")
+        hookAllowList = (hook?.origins ?? []).map { $0 + "/*" }
         // The hook proves every body it moves with this launch's secret, which the engine made.
         hookScript = hook.map { hook in
             var configured = hook
@@ -78,9 +81,12 @@ public final class SatchelWebContext: @unchecked Sendable {
         webkit_user_content_manager_add_script(manager, media)
         webkit_user_script_unref(media)
         if let hookScript {
-            // Top frame only: the hook holds the launch's secret, which belongs to the app's own pages; a frame can
-            // be anyone's (and the hook also stays inert on a top-level page of another origin).
-            let script = webkit_user_script_new(hookScript, WEBKIT_USER_CONTENT_INJECT_TOP_FRAME, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
+            // Only into documents of the app's own origins (top frames and the app's own frames): the hook holds the
+            // launch's secret. WebKit's allow list keeps it out of every other page and frame; the hook itself also
+            // stays inert on a foreign origin.
+            let script = hookAllowList.withCStrings { allowList in
+                webkit_user_script_new(hookScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, allowList, nil)
+            }
             webkit_user_content_manager_add_script(manager, script)
             webkit_user_script_unref(script)
             bodies.register(on: manager)
@@ -88,5 +94,16 @@ public final class SatchelWebContext: @unchecked Sendable {
         let view = satchel_web_view_new(context, session, manager)!
         g_object_unref(UnsafeMutableRawPointer(manager))
         return view
+    }
+}
+
+
+extension Array where Element == String {
+    /// A NULL-terminated C array of C strings, as GLib's `const gchar * const *` parameters take them.
+    func withCStrings<Result>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Result) -> Result {
+        let copies = map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }
