@@ -325,8 +325,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         while let forwarding {
             guard context.channel.isActive else { return forwarding.exchange.cancel() }
             guard context.channel.isWritable else {
-                context.flush()
+                // Paused before the flush: a flush that drains the socket reports writability at once, and the
+                // handler must then know to resume.
                 pausedUpstream = true
+                context.flush()
                 return
             }
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)

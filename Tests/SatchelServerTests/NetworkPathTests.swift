@@ -96,6 +96,32 @@ struct NetworkPathTests {
         await fixture.stop()
     }
 
+    @Test("a client that reads slowly, pausing again and again, gets every byte of a large upstream body")
+    func slowReaderGetsEverything() async throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let fixture = try await proxying(to: origin)
+        for round in 0..<3 {
+            let client = try RawClient(port: fixture.port, receiveBuffer: 16 << 10)
+            let size = 24 << 20
+            client.send("GET http://api.example/big?n=\(size) HTTP/1.1\r\nHost: api.example\r\n\r\n")
+            var received: [UInt8] = []
+            while RawClient.parse(received) == nil {
+                let (more, closed) = await client.read { _ in true }
+                received += more
+                if closed || more.isEmpty { break }
+                if received.count % 7 == round { try await Task.sleep(for: .milliseconds(1)) }
+            }
+            guard let response = RawClient.parse(received) else {
+                Issue.record("round \(round): the body stopped after \(received.count) bytes")
+                break
+            }
+            #expect(response.0.body.count == size)
+            #expect(response.0.body.prefix(512) == ArraySlice((0..<512).map { UInt8($0 % 256) }))
+        }
+        await fixture.stop()
+    }
+
     @Test("two Host fields are a 400 and cannot put one package's page in the cache under another host")
     func twoHostFields() async throws {
         let fixture = try await ServerFixture()
