@@ -18,6 +18,8 @@ public enum LogRedaction {
     ///   - target: an origin-form target (`/path?query`) or an absolute URL.
     ///   - secretParameters: parameter names whose values are always redacted (the body channels').
     public static func redacting(_ target: String, secretParameters: [String]) -> String {
+        // Most targets have neither a query nor user information: nothing to look at (this runs per request).
+        guard target.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "@") }) else { return target }
         var text = target
         // user:password@ in an absolute URL.
         if let scheme = text.range(of: "://") {
