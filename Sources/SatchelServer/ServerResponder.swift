@@ -114,6 +114,9 @@ public final class ServerResponder: Sendable {
         case nil:
             return nil
         case .answer(let response, let outcome, let channel):
+            // HTML the engine decodes as it sends (a large page of a built-in bundle) gets the hook after it is read,
+            // which is the task path's to do. (A plain read: running the engine again there costs nothing else.)
+            if isHTMLStream(response, outcome) { return nil }
             return .now(finished(response, outcome, channel, request, started: started))
         case .fetch(let fetch):
             let (exchange, response) = fetcher.fetch(fetch.request, timeouts: fetch.timeouts, on: loop)
@@ -186,8 +189,23 @@ public final class ServerResponder: Sendable {
             }
             url = engineURL
         }
-        let (response, outcome, channel) = await pipeline.respond(to: engineRequest(request, url: url))
+        var (response, outcome, channel) = await pipeline.respond(to: engineRequest(request, url: url))
+        if isHTMLStream(response, outcome), case .stream(let stream) = response.body, (response.body.knownLength ?? Int64(response.headers["Content-Length"] ?? "") ?? .max) <= Self.largestHookedPage {
+            // Read whole (bounded), so the hook can go in like any other page's.
+            var bytes: [UInt8] = []
+            do { for try await chunk in stream { bytes += chunk } } catch { return (.error(500, "cannot read the page: \(error)"), "error", channel) }
+            response.body = .bytes(bytes)
+        }
         return (decorated(response, outcome, for: request), Self.label(outcome, status: response.status), channel)
+    }
+
+    /// Pages larger than this are passed through without the hook (HTML pages are small; this bounds memory).
+    static let largestHookedPage: Int64 = 4 << 20
+
+    /// A package's HTML arriving as a stream, which the hook injection must read first.
+    private func isHTMLStream(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome) -> Bool {
+        guard configuration.injectHook, outcome == .package, case .stream = response.body else { return false }
+        return response.headers["Content-Type"]?.hasPrefix("text/html") == true
     }
 
     /// An engine or network answer as the client gets it: the hook injected into HTML the package served.
@@ -293,7 +311,7 @@ public final class ServerResponder: Sendable {
         let bytes: [UInt8]
         switch response.body {
         case .bytes(let all): bytes = all
-        case .file(let region) where region.length <= 4 << 20:
+        case .file(let region) where region.length <= Self.largestHookedPage:
             guard let all = try? region.readAll() else { return response }
             bytes = all
         default: return response

@@ -67,6 +67,9 @@ extension Satchel {
                 Output.error("\(error)")
                 throw ExitCode.failure
             }
+            // Listening for SIGINT/SIGTERM before the first line is printed: a script that reads the line and
+            // signals at once must not find the signal ignored and lost.
+            let shutdownSignal = ShutdownSignal()
             let server = LocalServer(store: packageStore, engine: engine, policy: try upstream.policy(), configuration: configuration)
             let boundPort: Int
             do { boundPort = try await server.start() } catch {
@@ -74,41 +77,52 @@ extension Satchel {
                 throw ExitCode.failure
             }
             Output.line("listening on http://\(bind):\(boundPort)")
-            await Self.waitForSignal()
+            await shutdownSignal.wait()
             Output.note("shutting down: finishing requests in flight")
             try await server.shutdown()
         }
 
-        /// Suspends until SIGINT or SIGTERM.
-        static func waitForSignal() async {
-            signal(SIGINT, SIG_IGN)
-            signal(SIGTERM, SIG_IGN)
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let once = SignalOnce(continuation)
-                for number in [SIGINT, SIGTERM] {
-                    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                    source.setEventHandler { once.fire() }
-                    source.resume()
-                    SignalOnce.sources.append(source)
-                }
-            }
-        }
     }
 }
 
-/// Resumes a continuation on the first signal only.
-final class SignalOnce: @unchecked Sendable {
-    nonisolated(unsafe) static var sources: [any DispatchSourceSignal] = []
+/// SIGINT or SIGTERM, caught from the moment this is made (their default action is turned off then), and
+/// remembered until someone waits for it.
+final class ShutdownSignal: @unchecked Sendable {
     private let lock = NSLock()
-    private var continuation: CheckedContinuation<Void, Never>?
+    private var fired = false
+    private var waiter: CheckedContinuation<Void, Never>?
+    private var sources: [any DispatchSourceSignal] = []
 
-    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+    init() {
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in self?.fire() }
+            source.resume()
+            sources.append(source)
+        }
+    }
 
-    func fire() {
+    private func fire() {
         lock.lock()
-        let pending = continuation
-        continuation = nil
+        fired = true
+        let pending = waiter
+        waiter = nil
         lock.unlock()
         pending?.resume()
+    }
+
+    /// Returns once a signal has arrived (at once if one already has).
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            if fired {
+                lock.unlock()
+                continuation.resume()
+            } else {
+                waiter = continuation
+                lock.unlock()
+            }
+        }
     }
 }

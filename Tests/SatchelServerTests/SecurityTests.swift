@@ -1,8 +1,10 @@
 import Foundation
 import Logging
 import SatchelCore
+import SatchelBundle
 import SatchelEngine
 @testable import SatchelServer
+import SatchelStore
 import SatchelTestSupport
 import Testing
 
@@ -121,5 +123,29 @@ struct SecurityTests {
             #expect((json?["requests"] != nil) == isStatus, "\(label): \(answer?.status ?? 0)")
         }
         await fixture.stop()
+    }
+}
+
+@Suite("satchel serve: the hook in a built-in's large page")
+struct BuiltInHookTests {
+    @Test("a page a built-in bundle streams (deflated, over the small-file size) still gets the hook, whole")
+    func largeBuiltInPage() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let filler = String(repeating: "<p>offline catalogue entry</p>\n", count: 8000)
+            try makeTree(folder + "/src", ["index.html": "<!doctype html><html><head><title>big</title></head><body>\(filler)</body></html>"])
+            let options = PackOptions(id: try PackageID("big"), version: try SemanticVersion("1.0.0"), scope: try Scope(hosts: [HostPattern("big.example")]))
+            let bundle = try Packer.pack(source: folder + "/src", options: options, outputFolder: folder + "/out").bundle
+            let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(builtIns: [bundle]))
+            let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
+            let server = LocalServer(store: store, engine: engine, policy: NetworkPolicy(allowedHosts: []), configuration: ServerConfiguration(port: 0, injectHook: true, accessLog: false))
+            let port = try await server.start()
+            let client = try RawClient(port: port)
+            client.send("GET / HTTP/1.1\r\nHost: big.example\r\n\r\n")
+            let page = try #require(await client.responses(1).first)
+            #expect(page.status == 200)
+            #expect(bodyText(page).contains("Satchel body hook"))
+            #expect(bodyText(page).hasSuffix(filler + "</body></html>"), "the whole page, after the hook")
+            try await server.shutdown()
+        }
     }
 }
