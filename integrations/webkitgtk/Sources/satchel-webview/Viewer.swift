@@ -15,10 +15,11 @@ struct SatchelWebview: ParsableCommand {
         commandName: "satchel-webview",
         abstract: "Open a URL in a WebKitGTK window whose custom scheme (satchel://) is answered by the engine.",
         discussion: """
-            Other URLs load normally. With --script or --screenshot it exits when done (0, or 1 when the load, the script or \
-            the screenshot failed or --timeout passed); otherwise the window stays open. It needs a display: use \
-            `xvfb-run -a satchel-webview …` headless. --json prints one object: url, title, result, screenshot, error, \
-            loadMs, tasks {started, active}.
+            Other URLs load normally. With --script, --screenshot or --timing it exits when done (0, or 1 when the load, the \
+            script, the screenshot or the timing failed or --timeout passed); otherwise the window stays open. It needs a \
+            display: use `xvfb-run -a satchel-webview …` headless. --json prints one object: url, title, result, screenshot, \
+            error, loadMs, tasks {started, active}, and with --timing, timing {timeOriginMs, responseStartMs, \
+            domContentLoadedMs, loadEventMs, firstPaintMs, firstContentfulPaintMs, resources}.
             """)
 
     @Argument(help: "The URL to open (satchel://host/path, or a path under --default-host).") var url: String
@@ -30,6 +31,8 @@ struct SatchelWebview: ParsableCommand {
     @Option(help: "Save a PNG of the visible page here (after the script, if any).", completion: .file()) var screenshot: String?
     @Option(help: "Seconds before giving up (load, script and screenshot together).") var timeout: Double = 60
     @Flag(help: "Print one JSON object on stdout.") var json = false
+    @Flag(help: "Measure the page's load (WebKit's navigation and paint timing, waiting for first contentful paint) and report it (timing in --json).")
+    var timing = false
     @Option(help: "Window size, WIDTHxHEIGHT.") var windowSize: String = "1280x900"
 
     func validate() throws {
@@ -66,7 +69,7 @@ struct SatchelWebview: ParsableCommand {
         let satchel = try SatchelWebContext(engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins))
         let session = ViewerSession(
             satchel: satchel, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
-            screenshot: screenshot, json: json, size: parsedSize!, beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })
+            screenshot: screenshot, timing: timing, json: json, size: parsedSize!, beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })
         session.start(timeout: timeout)
         let loop = g_main_loop_new(nil, 0)
         g_main_loop_run(loop)

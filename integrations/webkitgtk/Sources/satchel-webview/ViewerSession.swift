@@ -10,25 +10,32 @@ final class ViewerSession: @unchecked Sendable {
     let target: String
     let script: String?
     let screenshot: String?
+    /// Report the page's navigation and paint timing (``PageTiming``).
+    let timing: Bool
     let json: Bool
     let webView: UnsafeMutablePointer<WebKitWebView>
     /// Runs on the main context's thread just before the process exits (closes the network client).
     let beforeExit: () -> Void
-    /// Exits when done (a script or screenshot was asked for); otherwise the window stays for a person.
-    var exitsWhenDone: Bool { script != nil || screenshot != nil }
+    /// Exits when done (a script, screenshot or timing was asked for); otherwise the window stays for a person.
+    var exitsWhenDone: Bool { script != nil || screenshot != nil || timing }
 
     private var report: [String: Any] = [:]
     private var errors: [String] = []
+    /// When the load was asked for: what every figure of the report is measured from.
     private var started = Date()
     private var loaded = false
     private var finished = false
 
-    init(satchel: SatchelWebContext, target: String, script: String?, screenshot: String?, json: Bool, size: (Int32, Int32), beforeExit: @escaping () -> Void) {
+    init(
+        satchel: SatchelWebContext, target: String, script: String?, screenshot: String?, timing: Bool, json: Bool, size: (Int32, Int32),
+        beforeExit: @escaping () -> Void
+    ) {
         self.beforeExit = beforeExit
         self.satchel = satchel
         self.target = target
         self.script = script
         self.screenshot = screenshot
+        self.timing = timing
         self.json = json
         webView = satchel.makeWebView()
         let settings = webkit_web_view_get_settings(webView)
@@ -83,6 +90,36 @@ final class ViewerSession: @unchecked Sendable {
         loaded = true
         report["loadMs"] = Int(Date().timeIntervalSince(started) * 1000)
         guard exitsWhenDone else { return }
+        if timing {
+            measureTiming()
+        } else {
+            afterTiming()
+        }
+    }
+
+    /// The page's own timing (``PageTiming``), then whatever else was asked for.
+    private func measureTiming() {
+        let me = Unmanaged.passRetained(self).toOpaque()
+        webkit_web_view_call_async_javascript_function(webView, PageTiming.script, -1, nil, nil, nil, nil, { source, result, data in
+            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeRetainedValue()
+            var error: UnsafeMutablePointer<GError>?
+            let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
+            if let error {
+                session.errors.append("timing failed: \(String(cString: error.pointee.message))")
+                g_error_free(error)
+            } else if let value {
+                if let measured = ViewerSession.jsonObject(value) as? [String: Any], let timing = PageTiming(measured, loadRequestedAt: session.started) {
+                    session.report["timing"] = timing.report
+                } else {
+                    session.errors.append("timing failed: the page gave no navigation timing")
+                }
+                g_object_unref(UnsafeMutableRawPointer(value))
+            }
+            session.afterTiming()
+        }, me)
+    }
+
+    private func afterTiming() {
         if let script {
             runScript(script)
         } else {
