@@ -20,7 +20,14 @@ struct PageTiming {
             });
             observer.observe({ type: "paint", buffered: true });
         });
-        const navigation = performance.getEntriesByType("navigation")[0];
+        // WebKit can report the load finished before the page's load event ran (seen on a page with module scripts
+        // and lazy images: loadEventStart was still 0): wait for the event and for its handlers to return.
+        if (document.readyState !== "complete") await new Promise(resolve => addEventListener("load", resolve, { once: true }));
+        let navigation = performance.getEntriesByType("navigation")[0];
+        while (navigation && navigation.loadEventEnd === 0) {
+            await new Promise(resolve => setTimeout(resolve, 5));
+            navigation = performance.getEntriesByType("navigation")[0];
+        }
         if (!navigation) return null;
         const first = performance.getEntriesByName("first-paint", "paint")[0];
         return {
@@ -40,9 +47,9 @@ struct PageTiming {
     let figures: [(name: String, value: Double?)]
     let resources: Int
 
-    /// nil when the page gave no navigation entry (the script returns null) or the values are not numbers.
+    /// nil when the page gave no navigation entry (the script returns null), no load event time, or values that are not numbers.
     init?(_ measured: [String: Any], loadRequestedAt: Date) {
-        guard let origin = measured["timeOrigin"] as? Double, let loadEvent = measured["loadEvent"] as? Double,
+        guard let origin = measured["timeOrigin"] as? Double, let loadEvent = measured["loadEvent"] as? Double, loadEvent > 0,
             let contentful = measured["firstContentfulPaint"] as? Double
         else { return nil }
         timeOrigin = origin - loadRequestedAt.timeIntervalSince1970 * 1000
