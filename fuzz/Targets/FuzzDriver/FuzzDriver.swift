@@ -13,3 +13,9 @@ public func run(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer
     var argv = argv
     return LLVMFuzzerRunDriver(&argc, &argv, test)
 }
+
+/// The targets' `precondition`: fuzz targets are release builds, which drop a precondition's message, and a
+/// finding must say what broke.
+public func require(_ condition: Bool, _ message: @autoclosure () -> String, file: StaticString = #file, line: UInt = #line) {
+    if !condition { fatalError(message(), file: file, line: line) }
+}

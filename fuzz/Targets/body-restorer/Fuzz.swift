@@ -23,17 +23,17 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let request = ResourceRequest(method: "POST", url: "https://h.example/p?" + query, headers: headers)
     let restorer = BodyRestorer()
     if let (_, channel) = try? restorer.restore(request, takeStoredBody: { _ in StoredBody(bytes: [1]) }, proof: check) {
-        precondition(channel == .none, "a body was restored through \(channel) without this launch's proof")
+        require(channel == .none, "a body was restored through \(channel) without this launch's proof")
     }
     // Without proofs the decoding rules still hold: a restored request carries no satchel field any more.
     if let (restored, channel) = try? restorer.restore(request, takeStoredBody: { _ in StoredBody(bytes: [1]) }, proof: nil), channel != .none {
-        for name in BodyChannels().allHeaders { precondition(restored.headers[name] == nil, "\(name) survived restoration") }
+        for name in BodyChannels().allHeaders { require(restored.headers[name] == nil, "\(name) survived restoration") }
     }
     var parameters = QueryString(query)
     let before = parameters.text
     parameters.remove("POST_DATA")
     let kept = before.split(separator: "&", omittingEmptySubsequences: false).filter { $0.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0] != "POST_DATA" }
-    precondition(parameters.text == kept.joined(separator: "&"), "removing POST_DATA changed other parameters")
+    require(parameters.text == kept.joined(separator: "&"), "removing POST_DATA changed other parameters")
     _ = BodyProof(parsing: Substring(query))
     return 0
 }

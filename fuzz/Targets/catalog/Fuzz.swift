@@ -9,7 +9,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     if let catalog = try? Catalog.decode(bytes) {
         let again = try? Catalog.decode(catalog.canonicalBytes)
-        precondition(again == catalog, "a catalog changed through its canonical bytes")
+        require(again == catalog, "a catalog changed through its canonical bytes")
     }
     return 0
 }

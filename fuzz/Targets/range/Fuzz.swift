@@ -17,12 +17,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     for (index, name) in ["Range", "If-Range", "If-None-Match"].enumerated() where index < fields.count { headers.add(name, fields[index]) }
     if let range = headers["Range"], let parsed = RangeRequest.parse(range) {
         for resolved in parsed.resolve(against: representationSize) {
-            precondition(resolved.lowerBound >= 0 && resolved.upperBound < representationSize, "\(resolved) outside 0..<\(representationSize)")
+            require(resolved.lowerBound >= 0 && resolved.upperBound < representationSize, "\(resolved) outside 0..<\(representationSize)")
         }
     }
     switch RepresentationSelection.select(method: "GET", headers: headers, etag: "\"abc\"", size: representationSize) {
     case .partial(let range):
-        precondition(range.lowerBound >= 0 && range.upperBound < representationSize, "partial \(range) outside \(representationSize)")
+        require(range.lowerBound >= 0 && range.upperBound < representationSize, "partial \(range) outside \(representationSize)")
     case .unsatisfiable, .notModified, .full: break
     }
     return 0

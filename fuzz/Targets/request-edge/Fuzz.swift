@@ -55,12 +55,15 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     address.sin_port = in_port_t(UInt16(fixture.port).bigEndian)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    precondition(connected == 0, "cannot connect to the server under test")
+    require(connected == 0, "cannot connect to the server under test")
     var timeout = timeval(tv_sec: 5, tv_usec: 0)
     setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var sent = 0
+    // libFuzzer's -timeout watchdog is a SIGALRM every few seconds, and a socket call with SO_RCVTIMEO that it
+    // interrupts fails with EINTR whatever SA_RESTART says (signal(7)): retried, or a busy machine fails the run.
     while sent < size {
         let count = send(socket, data + sent, size - sent, Int32(MSG_NOSIGNAL))
+        if count < 0 && errno == EINTR { continue }
         if count <= 0 { break }  // the server may close early (a refusal); what it answered is still checked
         sent += count
     }
@@ -70,7 +73,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     while true {
         let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress!, $0.count, 0) }
         if count == 0 || (count < 0 && errno == ECONNRESET) { break }
-        precondition(count > 0, "the server neither answered nor closed within 5 s (errno \(errno))")
+        if count < 0 && errno == EINTR { continue }
+        if count < 0 {
+            fatalError("the server neither answered nor closed within 5 s (errno \(errno), sent \(sent) of \(size) bytes); received so far: \(String(decoding: received.prefix(400), as: UTF8.self).debugDescription)")
+        }
         received += buffer[..<count]
     }
     checkResponses(received)
@@ -81,16 +87,16 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 func checkResponses(_ bytes: [UInt8]) {
     var rest = bytes[...]
     while !rest.isEmpty {
-        guard let end = rest.firstRange(of: Array("\r\n\r\n".utf8)) else { preconditionFailure("a response head without its end: \(String(decoding: rest.prefix(200), as: UTF8.self))") }
+        guard let end = rest.firstRange(of: Array("\r\n\r\n".utf8)) else { fatalError("a response head without its end: \(String(decoding: rest.prefix(200), as: UTF8.self))") }
         let head = String(decoding: rest[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let statusLine = head[0].split(separator: " ", maxSplits: 2)
-        precondition(statusLine.count >= 2 && (statusLine[0] == "HTTP/1.1" || statusLine[0] == "HTTP/1.0"), "not a status line: \(head[0])")
+        require(statusLine.count >= 2 && (statusLine[0] == "HTTP/1.1" || statusLine[0] == "HTTP/1.0"), "not a status line: \(head[0])")
         let status = Int(statusLine[1]) ?? 0
-        precondition((100...599).contains(status), "bad status \(statusLine[1])")
+        require((100...599).contains(status), "bad status \(statusLine[1])")
         var fields: [String: String] = [:]
         for line in head.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { preconditionFailure("a header line without a colon: \(line)") }
-            precondition(!line.contains("\r") && !line.contains("\n"), "a header line with a line break")
+            guard let colon = line.firstIndex(of: ":") else { fatalError("a header line without a colon: \(line)") }
+            require(!line.contains("\r") && !line.contains("\n"), "a header line with a line break")
             fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         rest = rest[end.upperBound...]
@@ -102,7 +108,7 @@ func checkResponses(_ bytes: [UInt8]) {
             } else if rest.isEmpty || rest.starts(with: Array("HTTP/1.".utf8)) {
                 continue  // an answer to HEAD: the length of a body it does not send
             } else {
-                preconditionFailure("a body that does not match its Content-Length \(length): \(rest.count) bytes follow")
+                fatalError("a body that does not match its Content-Length \(length): \(rest.count) bytes follow")
             }
         } else if fields["transfer-encoding"] == "chunked" {
             while true {

@@ -21,11 +21,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 
 func check(_ path: SafePath) {
     let value = path.value
-    precondition(!value.isEmpty && !value.hasPrefix("/"), "accepted an empty or absolute path: \(value.debugDescription)")
+    require(!value.isEmpty && !value.hasPrefix("/"), "accepted an empty or absolute path: \(value.debugDescription)")
     for segment in value.split(separator: "/", omittingEmptySubsequences: false) {
-        precondition(!segment.isEmpty && segment != "." && segment != "..", "accepted a bad segment in \(value.debugDescription)")
+        require(!segment.isEmpty && segment != "." && segment != "..", "accepted a bad segment in \(value.debugDescription)")
     }
-    precondition(!value.unicodeScalars.contains { $0.value < 0x20 || $0 == "\\" || $0.value == 0x7F }, "accepted a control character or backslash")
-    precondition(try! SafePath(validating: value) == path, "an accepted path is not valid on its own")
+    require(!value.unicodeScalars.contains { $0.value < 0x20 || $0 == "\\" || $0.value == 0x7F }, "accepted a control character or backslash")
+    require(try! SafePath(validating: value) == path, "an accepted path is not valid on its own")
 }
 

@@ -11,11 +11,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard let directory = try? ZipDirectory.parse(bytes) else { return 0 }
     var spans: [(Int64, Int64)] = []
     for entry in directory.entries {
-        precondition(entry.localHeaderOffset >= 0 && entry.dataOffset >= entry.localHeaderOffset, "\(entry.name): offsets out of order")
-        precondition(entry.dataOffset + entry.compressedSize <= directory.centralDirectoryOffset, "\(entry.name): data runs into the directory")
+        require(entry.localHeaderOffset >= 0 && entry.dataOffset >= entry.localHeaderOffset, "\(entry.name): offsets out of order")
+        require(entry.dataOffset + entry.compressedSize <= directory.centralDirectoryOffset, "\(entry.name): data runs into the directory")
         spans.append((entry.localHeaderOffset, entry.dataOffset + entry.compressedSize))
     }
     spans.sort { $0.0 < $1.0 }
-    for (a, b) in zip(spans, spans.dropFirst()) { precondition(a.1 <= b.0, "entries overlap: \(a) and \(b)") }
+    for (a, b) in zip(spans, spans.dropFirst()) { require(a.1 <= b.0, "entries overlap: \(a) and \(b)") }
     return 0
 }
