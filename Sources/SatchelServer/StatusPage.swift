@@ -1,14 +1,12 @@
 import Foundation
+import SatchelCore
 import SatchelStore
 
 /// The status page at `/_satchel/`: installed packages and the latest requests, self-contained (no external
 /// assets), readable without a stylesheet download.
 enum StatusPage {
     static func html(packages: [InstalledPackage], requests: [RequestLog.Entry], configuration: ServerConfiguration) -> String {
-        func escape(_ text: String) -> String {
-            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-        }
+        let escape = HTMLText.escaped
         let packageRows = packages.map { package in
             """
             <tr><td class="id">\(escape(package.id))</td><td>\(escape(package.active))</td>\

@@ -13,9 +13,9 @@ enum NavigationRedirect {
             request.headers["Accept"]?.contains("text/html") ?? false, ["GET", "POST"].contains(request.method.uppercased())
         else { return nil }
         let target = mappedBack(location, request: request.url)
-        let html = "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=\(htmlEscaped(target))\">"
+        let html = "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=\(HTMLText.escaped(target))\">"
             + "<title>Redirecting</title></head><body><script>location.replace(\(jsString(target)));</script>"
-            + "<p>Redirecting to <a href=\"\(htmlEscaped(target))\">\(htmlEscaped(target))</a>.</p></body></html>\n"
+            + "<p>Redirecting to <a href=\"\(HTMLText.escaped(target))\">\(HTMLText.escaped(target))</a>.</p></body></html>\n"
         let body = Array(html.utf8)
         return ResourceResponse(
             status: 200,
@@ -34,21 +34,6 @@ enum NavigationRedirect {
             let colon = location.firstIndex(of: ":")
         else { return location }
         return original.scheme + location[colon...]
-    }
-
-    static func htmlEscaped(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 
     static func jsString(_ text: String) -> String {

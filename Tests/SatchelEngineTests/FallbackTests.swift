@@ -19,13 +19,6 @@ struct FallbackTests {
             allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], timeouts: timeouts))
     }
 
-    struct Echo: Decodable {
-        let method: String
-        let path: String
-        let headers: [[String]]
-        let body: String
-    }
-
     @Test("a restored POST reaches the origin byte-exact with method, headers and query; satchel headers are gone")
     func forwards() async throws {
         let origin = try Origin()
@@ -41,7 +34,7 @@ struct FallbackTests {
             #expect(outcome == .network)
             #expect(channel == .header)
             #expect(response.status == 200)
-            let echo = try JSONDecoder().decode(Echo.self, from: Data(try await response.body.collect()))
+            let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
             #expect(echo.method == "POST")
             #expect(echo.path == "/echo?x=1&y=%20")
             #expect(Array(Data(base64Encoded: echo.body)!) == Array(body.utf8))
@@ -63,7 +56,7 @@ struct FallbackTests {
             for method in ["POST", "PUT"] {
                 let (response, outcome, _) = await pipeline.respond(to: ResourceRequest(method: method, url: "satchel://m.shop.com/echo", body: [0, 1, 2, 255]))
                 #expect(outcome == .network)
-                let echo = try JSONDecoder().decode(Echo.self, from: Data(try await response.body.collect()))
+                let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
                 #expect(Array(Data(base64Encoded: echo.body)!) == [0, 1, 2, 255])
                 #expect(!echo.headers.contains { $0[0].lowercased() == "content-type" }, "\(method): \(echo.headers)")
             }
@@ -82,10 +75,10 @@ struct FallbackTests {
             let pipeline = RequestPipeline(engine: base.engine, policy: NetworkPolicy(
                 allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], cookies: Jar()))
             let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo"))
-            let echo = try JSONDecoder().decode(Echo.self, from: Data(try await response.body.collect()))
+            let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
             #expect(echo.headers.first { $0[0].lowercased() == "cookie" }?[1] == "jar=1; theme=dark")
             let (own, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["Cookie": "mine=2"]))
-            let ownEcho = try JSONDecoder().decode(Echo.self, from: Data(try await own.body.collect()))
+            let ownEcho = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await own.body.collect()))
             #expect(ownEcho.headers.filter { $0[0].lowercased() == "cookie" }.map { $0[1] } == ["mine=2"])
         }
     }

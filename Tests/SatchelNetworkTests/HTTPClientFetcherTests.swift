@@ -24,13 +24,6 @@ struct HTTPClientFetcherTests {
         try await fetcher.shutdown()
     }
 
-    struct Echo: Decodable {
-        let method: String
-        let path: String
-        let headers: [[String]]
-        let body: String
-    }
-
     @Test("repeated response fields stay separate lines in order, Content-Length passes through, hop-by-hop fields do not")
     func responseFieldsAsSent() async throws {
         try await withOrigin { origin in
@@ -54,7 +47,7 @@ struct HTTPClientFetcherTests {
             ])
             let request = ResourceRequest(method: "POST", url: origin.base + "/echo?q=%41", headers: headers, body: Array("body".utf8))
             let response = try await fetcher.fetch(request, timeouts: FetchTimeouts())
-            let echo = try JSONDecoder().decode(Echo.self, from: Data(try await response.body.collect()))
+            let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
             #expect(echo.method == "POST")
             #expect(echo.path == "/echo?q=%41")
             #expect(echo.body == Data("body".utf8).base64EncodedString())

@@ -136,6 +136,15 @@ public final class TestOrigin: @unchecked Sendable {
 
     public var base: String { "http://127.0.0.1:\(port)" }
 
+    /// What the origin's echo answers (any path it has no other use for): the request as it arrived.
+    public struct Echo: Decodable, Sendable {
+        public let method: String
+        public let path: String
+        /// Header fields in arrival order, each `[name, value]`.
+        public let headers: [[String]]
+        public let body: String
+    }
+
     /// What `/events` reports (what happened on `/hang`, `/big` and `/drip`), fetched without Satchel.
     public func events() throws -> [String] {
         let output = try run("/usr/bin/curl", ["-sf", base + "/events"])
