@@ -178,6 +178,10 @@ struct ConnectionStateMachine {
     /// The last write of an answer was issued. `keepOpen` is what the answer itself allows (a body delimited by
     /// the connection's close does not).
     mutating func answerEnded(keepOpen: Bool, now: NIODeadline) -> AnswerEnded {
+        if case .closed = state {
+            // The connection closed under the answer's last write (a flush that failed closes the channel at once).
+            return .close
+        }
         guard case .answering(let keepAlive) = state else { preconditionFailure("an answer ended while none was in flight") }
         lastActivity = now
         guard keepAlive, keepOpen, !closing else {

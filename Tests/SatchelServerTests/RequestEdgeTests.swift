@@ -157,6 +157,21 @@ struct RequestEdgeTests {
         guard case .close = quiet.shutdownRequested() else { Issue.record("nothing in flight: close now"); return }
     }
 
+    @Test("an answer whose last write finds the connection closed (the flush failed and closed it at once) ends quietly")
+    func answerEndsAfterClose() {
+        // The last flush of an answer can fail (the client reset the connection) and NIO then closes the channel
+        // inside that flush, so the handler hears `closed()` before it reports the answer's end.
+        var machine = ConnectionStateMachine(limits: Self.limits, now: Self.t0)
+        _ = machine.received(.head(Self.head(.GET, "/", [("Host", "a")])), now: Self.t0)
+        _ = machine.received(.end, now: Self.t0)
+        machine.closed()
+        let ended = machine.answerEnded(keepOpen: true, now: Self.t0)
+        #expect(ended == .close)
+        #expect(machine.isClosed)
+        let next = machine.nextQueued(now: Self.t0)
+        #expect(next == nil)
+    }
+
     @Test("a body over the limit is refused with 413 once the request has ended; the client's half-close ends the connection after the answer")
     func limitsAndHalfClose() {
         var machine = ConnectionStateMachine(limits: Self.limits, now: Self.t0)
