@@ -7,7 +7,7 @@ import PackageDescription
 //   SatchelBundle   the bundle format: pack, read, verify
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   SatchelEngine   URL -> package file -> HTTP response (above Core only; the store plugs in as a PackageSource)
-//   SatchelNetwork  the engine's network fallback on SwiftNIO and AsyncHTTPClient (above the engine)
+//   SatchelNetwork  the engine's network fallback: a small HTTP/1.1 client on SwiftNIO (above the engine)
 //   SatchelServer   satchel serve: the engine over HTTP/1.1 (above the network module)
 //   SatchelUpdate   catalog, resumable downloads, delta install: above the store (and the engine's NetworkFetcher)
 //   SatchelOptions  command-line options shared by every engine host (the CLI, the WebKitGTK viewer)
@@ -33,7 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -72,13 +72,14 @@ let package = Package(
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
         // engine's NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
         .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore"]),
-        // The network fallback on SwiftNIO: a NetworkFetcher over AsyncHTTPClient that shares the server's event
-        // loops, keeps header fields as sent, and reads the upstream only as fast as the consumer takes it.
+        // The network fallback on SwiftNIO: a NetworkFetcher with its own pooled HTTP/1.1 client (NIOSSL for https)
+        // that shares the server's event loops, keeps header fields as sent, and reads the upstream only as fast as
+        // the consumer takes it.
         .target(
             name: "SatchelNetwork",
             dependencies: [
                 "SatchelEngine", "SatchelCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,7 +1,7 @@
 import SatchelCore
 
 /// Sends a request to the network and streams the answer back. The engine's default is
-/// ``URLSessionFetcher``; the local server can plug in another (AsyncHTTPClient) without the engine knowing.
+/// ``URLSessionFetcher``; the local server plugs in another (SatchelNetwork's NIOFetcher) without the engine knowing.
 public protocol NetworkFetcher: Sendable {
     /// Fetches `request` (an absolute http(s) URL, body restored, satchel headers removed). Redirects are
     /// returned as they are, never followed. The body is a stream of chunks of at most 1 MiB.

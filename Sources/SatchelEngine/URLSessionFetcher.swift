@@ -8,7 +8,7 @@ import FoundationNetworking
 /// stream (Linux's FoundationNetworking has no `bytes(for:)`). Redirects are handed back to the caller; on Apple
 /// platforms a slow consumer suspends the transfer rather than letting chunks pile up in memory.
 ///
-/// Foundation's limits, which is why servers and Linux use `HTTPClientFetcher` (SatchelNetwork) instead:
+/// Foundation's limits, which is why servers and Linux use `NIOFetcher` (SatchelNetwork) instead:
 /// response header fields arrive as a dictionary, so repeated fields (two `Set-Cookie`) are folded into one
 /// line; the body is handed over decoded, so `Content-Length` cannot be passed on; FoundationNetworking adds
 /// request headers of its own; and on Linux a transfer cannot be suspended, so nothing holds the upstream back.
@@ -91,7 +91,7 @@ public final class URLSessionFetcher: NetworkFetcher {
         static let lowWater = 1 << 20
         /// Linux's FoundationNetworking restarts a transfer on `resume()` after `suspend()` (a 1 GiB response
         /// arrived as 1.97 GiB in CI), so suspending is only used where it works. On Linux the buffer is bounded
-        /// by how far the consumer lags, not by design; a fetcher with real backpressure (AsyncHTTPClient) can
+        /// by how far the consumer lags, not by design; a fetcher with real backpressure (SatchelNetwork's NIOFetcher) can
         /// be plugged in through ``NetworkFetcher``.
         #if canImport(Darwin)
         static let canSuspend = true

@@ -1,92 +1,90 @@
-/// The body of one upstream response between the HTTP client that receives it and the consumer that sends it on,
+/// The body of one upstream response between the connection that reads it and the consumer that sends it on,
 /// as transitions that return what to do (swift-nio's style). It is what makes the network fallback hold the
-/// upstream back: AsyncHTTPClient asks for the next part only once the future it got for the last one completes,
-/// and that future completes only when the consumer has taken the part. So at most one part waits here, and a
+/// upstream back: the connection reads its socket only on demand (`autoRead` off) and asks for another read only
+/// while nothing waits here (``wantsRead``). So what waits is at most one socket read's worth of parts, and a
 /// slow client slows the upstream instead of filling memory.
+///
+/// Parts decoded from one socket read are queued and handed over when the read is complete, so a consumer that
+/// writes them on takes them all at once and sends them in one write.
 ///
 /// It also keeps the idle clock: only time spent waiting *for the upstream* (a consumer asked, nothing came)
 /// counts toward the idle timeout; time the consumer spends elsewhere does not.
 ///
-/// `Promise` and `Part` are generic so that the rules can be table-tested without an event loop.
+/// `Part`, `Promise` and `Instant` are generic so that the rules are table-tested without an event loop.
 struct UpstreamBodyState<Part, Promise, Instant: Comparable> {
     enum State {
-        /// Parts may still come. `buffered` waits for the consumer; `acknowledge` (when set) tells the client it
-        /// may read more once the buffered part is taken; `waiter` is a consumer waiting for the next part, since
-        /// `waitingSince`.
-        case streaming(buffered: Part?, acknowledge: Promise?, waiter: Promise?, waitingSince: Instant?)
-        /// The upstream finished; a last part may still wait for the consumer.
-        case finished(buffered: Part?)
+        /// Parts may still come. `queued` waits for the consumer, oldest first; `waiter` is a consumer waiting
+        /// for the next part, since `waitingSince`.
+        case streaming(queued: [Part], waiter: Promise?, waitingSince: Instant?)
+        /// The upstream finished; the last parts may still wait for the consumer.
+        case finished(queued: [Part])
         /// The upstream failed, timed out, or the consumer cancelled; nothing more is delivered.
         case failed(any Error)
         /// The consumer saw the end.
         case done
     }
 
-    enum PartAction {
-        /// Hand the part to the waiting consumer; the client may read on at once.
+    enum HandOver {
+        case none
+        /// Hand `part` to the waiting consumer.
         case deliver(Part, to: Promise)
-        /// Keep the part; the client waits for `acknowledge` before reading more.
-        case hold(acknowledge: Promise)
-        /// The body already ended or failed (a part after a failure): drop it.
-        case drop
+        /// Tell the waiting consumer the body ended.
+        case end(Promise)
+        /// Fail the waiting consumer.
+        case fail(Promise, any Error)
     }
 
     enum DemandAction {
-        /// A part is ready; succeed `acknowledge` too (when set) so the client reads the next one.
-        case take(Part, acknowledge: Promise?)
+        /// A part is ready. `readMore`: the queue ran empty while parts may still come, so the connection may
+        /// read its socket again.
+        case take(Part, readMore: Bool)
         /// The body ended: the consumer sees the end.
         case end
         case fail(any Error)
-        /// Nothing yet: the consumer waits on `waiter`.
+        /// Nothing yet: the consumer waits on the recorded waiter (the connection is reading).
         case wait
         /// A consumer is already waiting: one at a time.
         case alreadyWaiting
     }
 
-    enum EndAction {
-        case none
-        /// Tell the waiting consumer the body ended.
-        case endWaiter(Promise)
-        /// Fail the waiting consumer (and the client's pending acknowledgement, when there is one).
-        case failWaiter(Promise?, acknowledge: Promise?, any Error)
+    private(set) var state = State.streaming(queued: [], waiter: nil, waitingSince: nil)
+
+    /// The connection decoded a part; it waits until the read is complete (or the consumer asks).
+    mutating func partReceived(_ part: Part) {
+        guard case .streaming(var queued, let waiter, let since) = state else { return }  // after a failure: dropped
+        state = .done  // let go of the array, so appending does not copy it; replaced below
+        queued.append(part)
+        state = .streaming(queued: queued, waiter: waiter, waitingSince: since)
     }
 
-    private(set) var state = State.streaming(buffered: nil, acknowledge: nil, waiter: nil, waitingSince: nil)
-
-    /// The client received a part. `makePromise` is called only when a promise is needed.
-    mutating func partReceived(_ part: Part, makePromise: () -> Promise) -> PartAction {
-        switch state {
-        case .streaming(buffered: nil, acknowledge: nil, waiter: let waiter?, waitingSince: _):
-            state = .streaming(buffered: nil, acknowledge: nil, waiter: nil, waitingSince: nil)
-            return .deliver(part, to: waiter)
-        case .streaming(buffered: nil, acknowledge: nil, waiter: nil, waitingSince: _):
-            let acknowledge = makePromise()
-            state = .streaming(buffered: part, acknowledge: acknowledge, waiter: nil, waitingSince: nil)
-            return .hold(acknowledge: acknowledge)
-        case .streaming:
-            // AsyncHTTPClient never sends a part before the last one was acknowledged; if it did, the body would
-            // be corrupt, so it fails rather than reorders.
-            preconditionFailure("a body part arrived before the previous one was acknowledged")
-        case .finished, .failed, .done:
-            return .drop
-        }
+    /// The socket read is complete: a waiting consumer gets the oldest part.
+    mutating func readCompleted() -> HandOver {
+        guard case .streaming(var queued, let waiter?, _) = state, !queued.isEmpty else { return .none }
+        state = .done
+        let part = queued.removeFirst()
+        state = .streaming(queued: queued, waiter: nil, waitingSince: nil)
+        return .deliver(part, to: waiter)
     }
 
     /// The consumer asks for the next part, at `now`. On `.wait`, `waiter` has been recorded.
     mutating func demand(now: Instant, waiter: () -> Promise) -> DemandAction {
         switch state {
-        case .streaming(buffered: let part?, acknowledge: let acknowledge, waiter: nil, waitingSince: _):
-            state = .streaming(buffered: nil, acknowledge: nil, waiter: nil, waitingSince: nil)
-            return .take(part, acknowledge: acknowledge)
-        case .streaming(buffered: nil, acknowledge: _, waiter: nil, waitingSince: _):
-            state = .streaming(buffered: nil, acknowledge: nil, waiter: waiter(), waitingSince: now)
-            return .wait
-        case .streaming:
+        case .streaming(queued: _, waiter: _?, waitingSince: _):
             return .alreadyWaiting
-        case .finished(buffered: let part?):
-            state = .finished(buffered: nil)
-            return .take(part, acknowledge: nil)
-        case .finished(buffered: nil), .done:
+        case .streaming(queued: var queued, waiter: nil, waitingSince: _) where !queued.isEmpty:
+            state = .done
+            let part = queued.removeFirst()
+            state = .streaming(queued: queued, waiter: nil, waitingSince: nil)
+            return .take(part, readMore: queued.isEmpty)
+        case .streaming:
+            state = .streaming(queued: [], waiter: waiter(), waitingSince: now)
+            return .wait
+        case .finished(queued: var queued) where !queued.isEmpty:
+            state = .done
+            let part = queued.removeFirst()
+            state = .finished(queued: queued)
+            return .take(part, readMore: false)
+        case .finished, .done:
             state = .done
             return .end
         case .failed(let error):
@@ -94,46 +92,41 @@ struct UpstreamBodyState<Part, Promise, Instant: Comparable> {
         }
     }
 
-    /// The upstream's body ended cleanly.
-    mutating func finished() -> EndAction {
-        switch state {
-        case .streaming(buffered: let part, acknowledge: _, waiter: let waiter, waitingSince: _):
-            if let waiter {
-                state = .done
-                return .endWaiter(waiter)
-            }
-            state = .finished(buffered: part)
-            return .none
-        case .finished, .failed, .done:
+    /// The upstream's body ended cleanly. A waiting consumer gets the oldest part, or the end.
+    mutating func finished() -> HandOver {
+        guard case .streaming(var queued, let waiter, _) = state else { return .none }
+        guard let waiter else {
+            state = .finished(queued: queued)
             return .none
         }
+        guard !queued.isEmpty else {
+            state = .done
+            return .end(waiter)
+        }
+        state = .done
+        let part = queued.removeFirst()
+        state = .finished(queued: queued)
+        return .deliver(part, to: waiter)
     }
 
     /// The exchange failed: the upstream broke, a timeout fired, or the consumer cancelled. The first failure
-    /// wins; later ones (the client reporting the cancellation it was asked for) change nothing.
-    mutating func failed(_ error: any Error) -> EndAction {
-        switch state {
-        case .streaming(buffered: _, acknowledge: let acknowledge, waiter: let waiter, waitingSince: _):
-            state = .failed(error)
-            return .failWaiter(waiter, acknowledge: acknowledge, error)
-        case .finished:
-            state = .failed(error)
-            return .none
-        case .failed, .done:
-            return .none
-        }
+    /// wins. A body that already arrived whole is not failed by a later error: the consumer still gets every
+    /// part, then the end.
+    mutating func failed(_ error: any Error) -> HandOver {
+        guard case .streaming(_, let waiter, _) = state else { return .none }
+        state = .failed(error)
+        return waiter.map { .fail($0, error) } ?? .none
     }
 
     /// Since when the consumer has been waiting for the upstream, if it is.
     var waitingSince: Instant? {
-        if case .streaming(_, _, _, let since) = state { return since }
+        if case .streaming(_, _, let since) = state { return since }
         return nil
     }
 
-    var isComplete: Bool {
-        switch state {
-        case .failed, .done: true
-        case .streaming, .finished: false
-        }
+    /// Whether the connection should read its socket: parts may still come and none waits for the consumer.
+    var wantsRead: Bool {
+        if case .streaming(let queued, _, _) = state { return queued.isEmpty }
+        return false
     }
 }

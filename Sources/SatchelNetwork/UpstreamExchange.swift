@@ -1,58 +1,87 @@
-import AsyncHTTPClient
-import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import SatchelCore
 import SatchelEngine
 
-/// One request to the network and its response, as AsyncHTTPClient's delegate on one event loop.
+/// One request to the network and its response, on one event loop: it takes a connection from the loop's
+/// ``UpstreamConnectionPool`` (or opens one), sends the request, and hands the body to its consumer part by part.
 ///
-/// - The response head is awaited within ``FetchTimeouts/responseHead``; after it, nothing bounds the total.
-/// - The body is pulled (``nextPart()``): a part is read from the upstream only after the previous one was
-///   taken (``UpstreamBodyState``), and a consumer waiting longer than ``FetchTimeouts/idle`` for one fails the
-///   exchange. Time the consumer itself takes does not count, so a slow client never times out a live body.
-/// - ``cancel()`` (the client went away, the task was cancelled) closes the upstream request.
+/// - The response head (``head``) is bounded by ``FetchTimeouts/responseHead`` from the start (connecting
+///   included); after it, only the idle timeout applies, and only while the consumer waits for the upstream:
+///   time the consumer itself takes does not count, so a slow client never times out a live body.
+/// - A request on a reused connection that the origin closed before any byte of the answer came (it timed the
+///   connection out just as it was taken) is sent once more on a new connection, if its method is idempotent.
+/// - ``cancel()`` (the client went away, the task was cancelled) closes the upstream connection if the response
+///   is still arriving.
 ///
 /// Every piece of state is touched on ``eventLoop`` only.
-public final class UpstreamExchange: HTTPClientResponseDelegate, BodyReader, @unchecked Sendable {
-    public typealias Response = Void
-
+public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     public let eventLoop: any EventLoop
-    /// The URL fetched, for error messages.
-    let url: String
+    let request: UpstreamRequest
     let timeouts: FetchTimeouts
+    private let pool: UpstreamConnectionPool
+    private var connection: UpstreamConnection?
     private var body = UpstreamBodyState<ByteBuffer, EventLoopPromise<ByteBuffer?>, NIODeadline>()
     private let headPromise: EventLoopPromise<HTTPResponseHead>
+    private var headState = HeadState.waiting
     private var headTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
-    private var task: HTTPClient.Task<Void>?
-    /// Set when the exchange fails before the client reports it (a timeout, a cancellation), so the client's
-    /// later report of the cancellation does not replace the reason.
+    private var retried = false
+    /// Set when the exchange fails; later reports (the connection closing as asked) do not replace the reason.
     private var failure: (any Error)?
+
+    private enum HeadState {
+        case waiting
+        /// Received, handed over once the socket read it came in is complete (the body parts read with it are
+        /// then waiting too, and the consumer writes head and body in one go).
+        case received(HTTPResponseHead)
+        case handedOver
+    }
 
     /// The response head; fails with a ``FetchError`` (or `CancellationError`).
     public var head: EventLoopFuture<HTTPResponseHead> { headPromise.futureResult }
 
-    init(eventLoop: any EventLoop, url: String, timeouts: FetchTimeouts) {
+    var url: String { request.url }
+
+    init(eventLoop: any EventLoop, request: UpstreamRequest, pool: UpstreamConnectionPool, timeouts: FetchTimeouts) {
         self.eventLoop = eventLoop
-        self.url = url
+        self.request = request
+        self.pool = pool
         self.timeouts = timeouts
         headPromise = eventLoop.makePromise()
     }
 
-    /// Starts the request on `client`. Call on ``eventLoop``.
-    func start(_ request: HTTPClient.Request, on client: HTTPClient) {
+    /// Starts the request. Call on ``eventLoop``.
+    func start() {
         eventLoop.preconditionInEventLoop()
         let timeout = timeouts.responseHead
         headTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
             fail(FetchError.timedOut("no response head from \(url) within \(timeout)"))
         }
-        // `.delegate(on:)`, not `.delegateAndChannel(on:)`: a request that *requires* a loop gets a connection
-        // the pool uses once and closes (an "overflow" connection) whenever none is idle on that loop, which
-        // under load meant a new upstream connection per request. Preferring the loop keeps the pool's
-        // connections reused, and they are mostly on this loop anyway.
-        task = client.execute(request: request, delegate: self, eventLoop: .delegate(on: eventLoop))
+        if let idle = pool.takeIdle(request.origin) {
+            connection = idle
+            idle.send(request, for: self)
+        } else {
+            openConnection()
+        }
+    }
+
+    private func openConnection() {
+        let (connection, connected) = pool.connect(request.origin)
+        self.connection = connection
+        connected.assumeIsolated().whenComplete { [self] result in
+            guard failure == nil else {
+                // Cancelled or timed out while connecting: the new connection carried nothing.
+                connection.close()
+                return
+            }
+            switch result {
+            case .success: connection.send(request, for: self)
+            case .failure(let error): fail(Self.fetchError(error, url: url, timeouts: timeouts))
+            }
+        }
     }
 
     // MARK: The consumer's side
@@ -63,8 +92,8 @@ public final class UpstreamExchange: HTTPClientResponseDelegate, BodyReader, @un
         guard eventLoop.inEventLoop else { return eventLoop.flatSubmit { self.nextPart() } }
         var waiter: EventLoopPromise<ByteBuffer?>?
         switch body.demand(now: .now(), waiter: { waiter = eventLoop.makePromise(); return waiter! }) {
-        case .take(let part, let acknowledge):
-            if let acknowledge { acknowledge.succeed(part) }
+        case .take(let part, let readMore):
+            if readMore { connection?.readMore() }
             return eventLoop.makeSucceededFuture(part)
         case .end:
             return eventLoop.makeSucceededFuture(nil)
@@ -78,66 +107,97 @@ public final class UpstreamExchange: HTTPClientResponseDelegate, BodyReader, @un
         }
     }
 
-    /// Stops the exchange: the upstream request is cancelled (its connection closed if the response is still
-    /// arriving). Safe from any thread, any number of times.
+    /// Stops the exchange: the upstream connection is closed if the response is still arriving. Safe from any
+    /// thread, any number of times.
     public func cancel() {
         guard eventLoop.inEventLoop else { return eventLoop.execute { self.cancel() } }
         fail(CancellationError())
     }
 
     /// ``BodyReader``: the next part as bytes, for consumers that are not on an event loop (the WebKit driver,
-    /// the updater): what NIO read at once, at most 64 KiB with its default allocator.
+    /// the updater): what one socket read brought, at most 64 KiB with NIO's default allocator.
     public func nextChunk() async throws -> [UInt8]? {
         try await nextPart().get().map { Array($0.readableBytesView) }
     }
 
-    // MARK: AsyncHTTPClient's side
+    // MARK: The connection's side
 
-    public func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+    func receivedHead(_ head: HTTPResponseHead) {
         headTimer?.cancel()
         headTimer = nil
-        // Handed over once the client has processed the rest of what it read: the first body part (often the
-        // whole of a small body) is then waiting, and the consumer writes head and body with one syscall.
-        eventLoop.execute { self.headPromise.succeed(head) }
-        return eventLoop.makeSucceededVoidFuture()
+        if case .waiting = headState { headState = .received(head) }
     }
 
-    public func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        switch body.partReceived(buffer, makePromise: { eventLoop.makePromise() }) {
-        case .deliver(let part, let waiter):
-            waiter.succeed(part)
-            return eventLoop.makeSucceededVoidFuture()
-        case .hold(let acknowledge):
-            // The consumer takes the part later; the client reads on only then.
-            return acknowledge.futureResult.map { _ in () }
-        case .drop:
-            return eventLoop.makeSucceededVoidFuture()
-        }
+    func receivedPart(_ part: ByteBuffer) {
+        body.partReceived(part)
     }
 
-    public func didFinishRequest(task: HTTPClient.Task<Void>) throws {
-        headTimer?.cancel()
-        if case .endWaiter(let waiter) = body.finished() { waiter.succeed(nil) }
+    /// The socket read is complete: hand over the head and the first part, if they are awaited.
+    func readCompleted() {
+        handOverHead()
+        perform(body.readCompleted())
+    }
+
+    /// Whether the connection should read on.
+    var wantsRead: Bool { failure == nil && body.wantsRead }
+
+    /// The response ended; the connection has gone back to its pool (or closed).
+    func finished() {
+        connection = nil
+        // The body first, then the head: a consumer woken by the head finds every part and the end waiting.
+        let handOver = body.finished()
+        handOverHead()
+        perform(handOver)
         stopIdleTimer()
     }
 
-    public func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
-        fail(failure ?? Self.fetchError(error, url: url, timeouts: timeouts))
+    /// The connection closed or broke while carrying this exchange.
+    func connectionLost(_ error: any Error, beforeAnswer: Bool, reused: Bool) {
+        connection = nil
+        guard failure == nil else { return }
+        if beforeAnswer, reused, !retried, request.isIdempotent {
+            retried = true
+            return openConnection()
+        }
+        let reason: any Error
+        if case ChannelError.eof = error {
+            reason = FetchError.connectionFailed(beforeAnswer ? "\(url): the upstream closed the connection without answering" : "\(url): the upstream closed the connection before the response ended")
+        } else {
+            reason = Self.fetchError(error, url: url, timeouts: timeouts)
+        }
+        fail(reason)
     }
 
-    // MARK: Failing and timing out
+    // MARK: Handing over, failing and timing out
+
+    private func handOverHead() {
+        guard case .received(let head) = headState else { return }
+        headState = .handedOver
+        headPromise.succeed(head)
+    }
+
+    private func perform(_ handOver: UpstreamBodyState<ByteBuffer, EventLoopPromise<ByteBuffer?>, NIODeadline>.HandOver) {
+        switch handOver {
+        case .none: break
+        case .deliver(let part, let waiter): waiter.succeed(part)
+        case .end(let waiter): waiter.succeed(nil)
+        case .fail(let waiter, let error): waiter.fail(error)
+        }
+    }
 
     private func fail(_ error: any Error) {
-        if failure == nil { failure = error }
+        guard failure == nil else { return }
+        failure = error
         headTimer?.cancel()
         headTimer = nil
         stopIdleTimer()
-        headPromise.fail(error)
-        if case .failWaiter(let waiter, let acknowledge, let error) = body.failed(error) {
-            waiter?.fail(error)
-            acknowledge?.fail(error)
+        if case .handedOver = headState {} else {
+            headState = .handedOver
+            headPromise.fail(error)
         }
-        task?.cancel()
+        perform(body.failed(error))
+        connection?.abandon(self)
+        connection = nil
     }
 
     /// One timer at a time, re-armed lazily: when it fires early (the consumer was served and is waiting again)
@@ -162,27 +222,23 @@ public final class UpstreamExchange: HTTPClientResponseDelegate, BodyReader, @un
 
     // MARK: Errors
 
-    /// What AsyncHTTPClient and NIO report, as the ``FetchError`` the page will see (502/504).
+    /// What NIO reports, as the ``FetchError`` the page will see (502/504).
     static func fetchError(_ error: any Error, url: String, timeouts: FetchTimeouts) -> any Error {
         if error is CancellationError || error is FetchError { return error }
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .cancelled: return CancellationError()
-            case .connectTimeout: return FetchError.timedOut("connecting for \(url) took longer than \(timeouts.connect)")
-            case .readTimeout, .deadlineExceeded: return FetchError.timedOut("\(url): \(client)")
-            case .remoteConnectionClosed: return FetchError.connectionFailed("\(url): the upstream closed the connection")
-            case .invalidURL, .emptyHost, .emptyScheme:
-                return FetchError.unsupportedURL(url)
-            default: return FetchError.badResponse("\(url): \(client)")
-            }
-        }
+        if case ChannelError.connectTimeout = error { return FetchError.timedOut("connecting for \(url) took longer than \(timeouts.connect)") }
         if let connection = error as? NIOConnectionError {
+            if connection.connectionErrors.contains(where: { if case ChannelError.connectTimeout = $0.error { true } else { false } }) {
+                return FetchError.timedOut("connecting for \(url) took longer than \(timeouts.connect)")
+            }
             let reasons = connection.connectionErrors.map { "\($0.target): \($0.error)" }.joined(separator: "; ")
-            return FetchError.connectionFailed("cannot connect for \(url): \(reasons.isEmpty ? "\(connection)" : reasons)")
+            let resolution = [connection.dnsAError, connection.dnsAAAAError].compactMap { $0.map { "\($0)" } }.joined(separator: "; ")
+            return FetchError.connectionFailed("cannot connect for \(url): \(reasons.isEmpty ? (resolution.isEmpty ? "\(connection)" : "cannot resolve \(connection.host): \(resolution)") : reasons)")
         }
+        if let tls = error as? NIOSSLError { return FetchError.connectionFailed("\(url): TLS failed: \(tls)") }
+        if let tls = error as? BoringSSLError { return FetchError.connectionFailed("\(url): TLS failed: \(tls)") }
+        if let tls = error as? UpstreamTLSUnavailable { return FetchError.connectionFailed("\(url): \(tls)") }
         if let io = error as? IOError { return FetchError.connectionFailed("\(url): \(io)") }
         if error is HTTPParserError { return FetchError.badResponse("\(url) did not answer in HTTP: \(error)") }
-        if error is ChannelError { return FetchError.connectionFailed("\(url): \(error)") }
         return FetchError.connectionFailed("\(url): \(error)")
     }
 }

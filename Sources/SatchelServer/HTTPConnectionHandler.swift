@@ -15,7 +15,7 @@ import SatchelNetwork
 /// network, body restoration, `/_satchel/`) from a task. It writes the bytes itself (``ResponseEncoding``): a head
 /// and a small body as one buffer, files as a sendfile region, bodies that arrive over time part by part.
 ///
-/// Backpressure on bodies that arrive over time: a body from ``HTTPClientFetcher`` (an ``UpstreamExchange`` on
+/// Backpressure on bodies that arrive over time: a body from ``NIOFetcher`` (an ``UpstreamExchange`` on
 /// this loop) is pulled part by part while the client's socket takes it and paused while it does not, so the
 /// upstream is read only as fast as the client reads; any other stream is read chunk by chunk, each after the
 /// previous write completed. A client that goes away cancels what its answer was waiting on, closing the
@@ -245,7 +245,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
             respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: false, context: context)
         case .later(let answer, let exchange):
-            pending = .upstream(exchange)
+            pending = exchange.map { .upstream($0) }
             let handler = NIOLoopBound(self, eventLoop: loop)
             answer.whenSuccess { response in
                 let handler = handler.value
@@ -265,7 +265,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let handler = NIOLoopBound(self, eventLoop: loop)
         let responder = self.responder
         pending = .task(Task {
-            let response = await HTTPClientFetcher.withPreferredEventLoop(loop) { await responder.respond(to: request, destination: destination) }
+            let response = await NIOFetcher.withPreferredEventLoop(loop) { await responder.respond(to: request, destination: destination) }
             loop.execute {
                 let handler = handler.value
                 guard let context = handler.context, context.channel.isActive else {

@@ -18,12 +18,12 @@ public final class LocalServer: Sendable {
     /// Whether this server made its event loops (and so stops them on shutdown).
     private let ownsGroup: Bool
     /// The network fallback this server made on its loops (and so shuts down).
-    private let ownedFetcher: HTTPClientFetcher?
+    private let ownedFetcher: NIOFetcher?
     private let serverChannel = Locked<(any Channel)?>(nil)
     /// Open connections, so that shutdown can ask each to quiesce.
     private let children = Locked([ObjectIdentifier: any Channel]())
 
-    /// - Parameter eventLoopGroup: the loops to serve on; share them with the pipeline's `HTTPClientFetcher` so
+    /// - Parameter eventLoopGroup: the loops to serve on; share them with the pipeline's `NIOFetcher` so
     ///   that upstream connections live on the same threads as the clients'. Nil makes (and owns) new ones.
     public init(responder: ServerResponder, eventLoopGroup: (any EventLoopGroup)? = nil) {
         self.responder = responder
@@ -33,7 +33,7 @@ public final class LocalServer: Sendable {
         ownedFetcher = nil
     }
 
-    /// `satchel serve` as a library: its own event loops, an ``HTTPClientFetcher`` on them for the network
+    /// `satchel serve` as a library: its own event loops, an ``NIOFetcher`` on them for the network
     /// fallback (so a miss's body moves from upstream to client on one thread), and the responder. Shutdown
     /// stops all three.
     public init(
@@ -41,7 +41,7 @@ public final class LocalServer: Sendable {
         logger: Logger = Logger(label: "satchel.access")
     ) {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
-        let fetcher = HTTPClientFetcher(eventLoopGroup: loops)
+        let fetcher = NIOFetcher(eventLoopGroup: loops)
         let pipeline = RequestPipeline(engine: engine, fetcher: fetcher, policy: policy)
         responder = ServerResponder(store: store, pipeline: pipeline, configuration: configuration, log: log, logger: logger)
         self.configuration = configuration

@@ -93,7 +93,7 @@ public final class ServerResponder: Sendable {
         case now(ResourceResponse)
         /// The network's answer (or its fallback), arriving on the loop; cancelling the exchange closes the
         /// upstream request.
-        case later(EventLoopFuture<ResourceResponse>, UpstreamExchange)
+        case later(EventLoopFuture<ResourceResponse>, UpstreamExchange?)
     }
 
     /// The fast path: a package hit is answered at once, and a miss is fetched by the NIO fetcher on the same
@@ -104,7 +104,7 @@ public final class ServerResponder: Sendable {
         let started = ContinuousClock.now
         guard let url = engineURL(destination) else { return nil }
         let engineRequest = engineRequest(request, url: url)
-        guard let fetcher = pipeline.fetcher as? HTTPClientFetcher else {
+        guard let fetcher = pipeline.fetcher as? NIOFetcher else {
             guard request.method == "GET" || request.method == "HEAD", !pipeline.engine.restoresBody(engineRequest),
                 case .response(let response) = pipeline.engine.handleSynchronously(engineRequest)
             else { return nil }

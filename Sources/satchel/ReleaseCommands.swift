@@ -203,7 +203,7 @@ extension Satchel {
             let runtimeVersion = try runtime.map(parseVersion)
             let ids = try packages.map(parseID)
             // The NIO fetcher: real backpressure on Linux and header fields as sent (see SatchelNetwork).
-            let fetcher = HTTPClientFetcher()
+            let fetcher = NIOFetcher()
             let updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
                 catalogURL: catalog, trustedKeys: store.configuration.trustedKeys, runtime: runtimeVersion,
                 allowDowngrade: allowDowngrade, packages: ids, retry: RetryPolicy(attempts: attempts)))

@@ -1,5 +1,5 @@
 // A child process for the network fallback's memory test: fetches a body of the given size from an origin
-// through RequestPipeline and HTTPClientFetcher, reading every byte (with a pause of two seconds after the
+// through RequestPipeline and NIOFetcher, reading every byte (with a pause of two seconds after the
 // first megabyte, the way a slow client reads), and reports how much its peak resident memory grew. Run by
 // SatchelNetworkTests; prints one JSON object.
 //   SatchelNetworkProbe <url> <bytes>
@@ -24,7 +24,7 @@ func peakRSS() -> Int {
 let url = CommandLine.arguments[1]
 let expected = Int(CommandLine.arguments[2])!
 let host = RequestURL(url)!.host
-let fetcher = HTTPClientFetcher()
+let fetcher = NIOFetcher()
 let pipeline = RequestPipeline(
     engine: try ResourceEngine(source: NoPackages()), fetcher: fetcher,
     policy: NetworkPolicy(allowedHosts: [try HostPattern(host)], timeouts: FetchTimeouts(idle: .seconds(30))))

@@ -114,10 +114,14 @@ public final class TestOrigin: @unchecked Sendable {
     let stdin = Pipe()
     public let port: Int
 
-    public init() throws {
+    /// https when `tls` (a certificate and its key, PEM) is given; `base` then names the origin `localhost`.
+    public let tls: Bool
+
+    public init(tls: (certificate: String, key: String)? = nil) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("origin.py").path
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script]
+        process.arguments = ["python3", script] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
+        self.tls = tls != nil
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = stdin
@@ -134,7 +138,7 @@ public final class TestOrigin: @unchecked Sendable {
         self.port = port
     }
 
-    public var base: String { "http://127.0.0.1:\(port)" }
+    public var base: String { tls ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
 
     /// What the origin's echo answers (any path it has no other use for): the request as it arrived.
     public struct Echo: Decodable, Sendable {
@@ -147,7 +151,7 @@ public final class TestOrigin: @unchecked Sendable {
 
     /// What `/events` reports (what happened on `/hang`, `/big` and `/drip`), fetched without Satchel.
     public func events() throws -> [String] {
-        let output = try run("/usr/bin/curl", ["-sf", base + "/events"])
+        let output = try run("/usr/bin/curl", [tls ? "-sfk" : "-sf", base + "/events"])
         return (try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String]) ?? []
     }
 

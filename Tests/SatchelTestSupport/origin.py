@@ -12,8 +12,13 @@
   /drip?n=N&seconds=S   the head at once, then N bytes spread evenly over S seconds (Content-Length N)
   /late?ms=M the head only after M milliseconds
   /nolength?n=N         N bytes with no Content-Length (the body ends when the connection closes)
-It stops when its standard input closes, so a test that dies cannot leave it running."""
-import base64, http.server, json, socket, socketserver, struct, sys, threading, time
+  /conn      the client's port: which connection carried the request
+  /once      answers the first request on a connection; a later one on the same connection is read, then the
+             connection closes unanswered (an origin that timed the idle connection out as the request came)
+  /bye       answers (keep-alive), then closes the idle connection 200 ms later
+With `--tls CERT KEY` it speaks https. It stops when its standard input closes, so a test that dies cannot
+leave it running."""
+import base64, http.server, json, socket, socketserver, ssl, struct, sys, threading, time
 
 events = []
 
@@ -127,6 +132,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(bytes(range(256)) * (n // 256) + bytes(range(n % 256)))
             self.close_connection = True
+        elif path == "/conn":
+            self.send(200, str(self.client_address[1]).encode(), "text/plain")
+        elif path == "/once":
+            body = self.body()
+            if getattr(self, "served_once", False):
+                events.append("once: dropped %s" % self.command)
+                self.close_connection = True
+                return
+            self.served_once = True
+            self.send(200, b"first", "text/plain")
+        elif path == "/bye":
+            self.send(200, b"bye", "text/plain")
+            self.wfile.flush()
+            connection = self.connection
+            threading.Timer(0.2, lambda: connection.shutdown(socket.SHUT_RDWR)).start()
         elif path == "/events":
             self.send(200, json.dumps(events).encode())
         else:
@@ -139,6 +159,10 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 server = Server(("127.0.0.1", 0), Handler)
+if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[2], sys.argv[3])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 print(server.server_address[1], flush=True)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 sys.stdin.read()  # until the test closes our stdin

@@ -34,7 +34,7 @@ public final class SatchelWebContext: @unchecked Sendable {
 
     /// - Parameters:
     ///   - policy: the network fallback's rules; its ``CookieProvider`` becomes WebKit's cookie store.
-    ///   - fetcher: how misses reach the network (on Linux, `HTTPClientFetcher` from SatchelNetwork; the app shuts it
+    ///   - fetcher: how misses reach the network (on Linux, `NIOFetcher` from SatchelNetwork; the app shuts it
     ///     down when it is done with it).
     ///   - hook: the hook's configuration (origins such as `satchel://m.shop.com`), or nil for no hook: then every
     ///     request that may carry a body is refused (see ``URISchemeHandler``).

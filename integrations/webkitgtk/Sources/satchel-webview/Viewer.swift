@@ -75,7 +75,7 @@ struct SatchelWebview: ParsableCommand {
         g_main_loop_run(loop)
     }
 
-    /// The one place the viewer's network stack is chosen: AsyncHTTPClient on NIO's shared event loops (header fields
+    /// The one place the viewer's network stack is chosen: SatchelNetwork's NIOFetcher on NIO's shared event loops (header fields
     /// as sent, repeated `Set-Cookie` kept apart, upstream backpressure), shut down before the viewer exits.
-    static func makeFetcher() -> HTTPClientFetcher { HTTPClientFetcher() }
+    static func makeFetcher() -> NIOFetcher { NIOFetcher() }
 }

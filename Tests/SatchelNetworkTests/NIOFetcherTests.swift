@@ -9,9 +9,9 @@ import Testing
 
 /// The fetcher against a real local origin that misbehaves: repeated fields, drips, late heads, stalls,
 /// resets, garbage, a 512 MB body behind a consumer that stops reading.
-@Suite("HTTPClientFetcher against a real origin", .serialized)
-struct HTTPClientFetcherTests {
-    let fetcher = HTTPClientFetcher(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+@Suite("NIOFetcher against a real origin", .serialized)
+struct NIOFetcherTests {
+    let fetcher = NIOFetcher(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
 
     func withOrigin(_ body: (TestOrigin) async throws -> Void) async throws {
         let origin = try TestOrigin()
@@ -182,9 +182,99 @@ struct HTTPClientFetcherTests {
     }
 }
 
+extension NIOFetcherTests {
+    /// A fetch made on `loop`, so that consecutive fetches share that loop's pool.
+    func fetch(_ url: String, method: String = "GET", on loop: any EventLoop) async throws -> ResourceResponse {
+        try await NIOFetcher.withPreferredEventLoop(loop) {
+            try await fetcher.fetch(ResourceRequest(method: method, url: url), timeouts: FetchTimeouts())
+        }
+    }
+
+    func text(_ response: ResourceResponse) async throws -> String {
+        String(decoding: try await response.body.collect(), as: UTF8.self)
+    }
+
+    @Test("connections are kept and reused; one the origin closes while idle leaves the pool at once")
+    func connectionReuse() async throws {
+        try await withOrigin { origin in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let first = try await text(try await fetch(origin.base + "/conn", on: loop))
+            let second = try await text(try await fetch(origin.base + "/conn", on: loop))
+            #expect(first == second, "the second request went over the first one's connection")
+            #expect(try await fetcher.idleConnections(on: loop).get() == 1)
+            // The origin answers /bye and closes the connection 200 ms later, while it sits in the pool.
+            #expect(try await text(try await fetch(origin.base + "/bye", on: loop)) == "bye")
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(try await fetcher.idleConnections(on: loop).get() == 0, "the closed connection left the pool")
+            let third = try await text(try await fetch(origin.base + "/conn", on: loop))
+            #expect(third != first, "a new connection")
+            let dropped = try origin.events().filter { $0.hasPrefix("once: dropped") }
+            #expect(dropped.isEmpty)
+        }
+    }
+
+    @Test("a request the origin drops unanswered on a reused connection is sent again on a new one if idempotent, never if not")
+    func staleConnectionRetry() async throws {
+        try await withOrigin { origin in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            #expect(try await text(try await fetch(origin.base + "/once", on: loop)) == "first")
+            // The pooled connection has served /once: the origin reads the next request on it and closes.
+            #expect(try await text(try await fetch(origin.base + "/once", on: loop)) == "first", "sent again on a new connection")
+            do {
+                _ = try await fetch(origin.base + "/once", method: "POST", on: loop)
+                Issue.record("a POST dropped unanswered must fail, not be sent twice")
+            } catch let error as FetchError {
+                #expect(error.status == 502)
+                #expect(error.description.contains("without answering"), "\(error)")
+            }
+            let events = try origin.events()
+            #expect(events.filter { $0 == "once: dropped GET" }.count == 1)
+            #expect(events.filter { $0 == "once: dropped POST" }.count == 1)
+            #expect(events.filter { $0 == "seen: POST /once" }.count == 1, "the POST reached the origin once")
+            #expect(events.filter { $0 == "seen: GET /once" }.count == 3, "answered, dropped, answered on a new connection")
+        }
+    }
+
+    @Test("https: the certificate is checked against the system's and the given trust roots, by name; an unknown one is a 502")
+    func https() async throws {
+        try await withTemporaryFolder { folder in
+            let certificate = folder + "/cert.pem", key = folder + "/key.pem"
+            _ = try run("/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+            ])
+            let origin = try TestOrigin(tls: (certificate, key))
+            defer { origin.stop() }
+            let trusting = try NIOFetcher(additionalTrustRoots: [certificate])
+            do {
+                let response = try await trusting.fetch(ResourceRequest(url: origin.base + "/echo"), timeouts: FetchTimeouts())
+                let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
+                #expect(echo.headers.first == ["Host", "localhost:\(origin.port)"])
+                // An address is not the certificate's name: refused, though the CA is trusted.
+                do {
+                    _ = try await trusting.fetch(ResourceRequest(url: "https://127.0.0.1:\(origin.port)/echo"), timeouts: FetchTimeouts())
+                    Issue.record("the certificate names localhost, not 127.0.0.1")
+                } catch let error as FetchError {
+                    #expect(error.status == 502, "\(error)")
+                }
+            }
+            try await trusting.shutdown()
+            do {
+                _ = try await fetcher.fetch(ResourceRequest(url: origin.base + "/echo"), timeouts: FetchTimeouts())
+                Issue.record("a certificate no trust root vouches for must be refused")
+            } catch let error as FetchError {
+                #expect(error.status == 502)
+                #expect(error.description.contains("TLS"), "\(error)")
+            }
+            try await fetcher.shutdown()
+            #expect(throws: FetchError.self) { try NIOFetcher(additionalTrustRoots: [folder + "/missing.pem"]) }
+        }
+    }
+}
+
 @Suite("The network fallback's memory, in a child process")
 struct NetworkMemoryTests {
-    @Test("1 GiB through RequestPipeline and HTTPClientFetcher, read with a pause like a slow client: peak memory grows by under 32 MiB")
+    @Test("1 GiB through RequestPipeline and NIOFetcher, read with a pause like a slow client: peak memory grows by under 32 MiB")
     func gigabyteStream() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }

@@ -1,0 +1,156 @@
+import NIOCore
+import NIOHTTP1
+
+/// One HTTP/1.1 connection to an upstream origin, after NIO's request encoder and response decoder. It carries
+/// one exchange at a time and goes back to its pool between them. It reads its socket only when asked
+/// (`autoRead` is off): while an exchange runs, only when the exchange has no part waiting for its consumer;
+/// while idle, always, so that an origin closing an idle connection is noticed at once and the connection
+/// leaves the pool instead of failing the next request.
+///
+/// Every method runs on the channel's event loop.
+final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    enum State {
+        /// In the pool, since the instant given.
+        case idle(since: NIODeadline)
+        /// Carrying an exchange. `answered`: a byte of the response has arrived; `sent`: the whole request has
+        /// been written; `keepAlive`: the response allows reuse (known from its head).
+        case busy(UpstreamExchange, answered: Bool, sent: Bool, keepAlive: Bool)
+        case closed
+    }
+
+    let origin: UpstreamOrigin
+    private(set) var state = State.idle(since: .now())
+    /// Whether the connection has carried an exchange before: only a reused connection may turn out stale.
+    private(set) var reused = false
+    private var context: ChannelHandlerContext?
+    private weak var pool: UpstreamConnectionPool?
+
+    init(origin: UpstreamOrigin, pool: UpstreamConnectionPool) {
+        self.origin = origin
+        self.pool = pool
+    }
+
+    var isIdle: Bool {
+        if case .idle = state { return true }
+        return false
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: The exchange's side
+
+    /// Sends `request` for `exchange`: head, body and end in one flush, then reads for the answer.
+    func send(_ request: UpstreamRequest, for exchange: UpstreamExchange) {
+        guard let context, case .idle = state else {
+            return exchange.connectionLost(ChannelError.ioOnClosedChannel, beforeAnswer: true, reused: reused)
+        }
+        state = .busy(exchange, answered: false, sent: false, keepAlive: false)
+        context.write(wrapOutboundOut(.head(request.head)), promise: nil)
+        if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenSuccess { [self] in
+            if case .busy(let current, let answered, false, let keepAlive) = state, current === exchange {
+                state = .busy(exchange, answered: answered, sent: true, keepAlive: keepAlive)
+            }
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        context.read()
+    }
+
+    /// The exchange's consumer took every waiting part: read the socket again.
+    func readMore() {
+        context?.read()
+    }
+
+    /// The exchange ended before its response did (cancelled, timed out): the rest of the response would still
+    /// arrive on this connection, so it cannot be reused.
+    func abandon(_ exchange: UpstreamExchange) {
+        guard case .busy(let current, _, _, _) = state, current === exchange else { return }
+        state = .closed
+        context?.close(promise: nil)
+    }
+
+    /// Closes an idle connection (the pool evicting it, or shutting down).
+    func close() {
+        guard case .idle = state else { return }
+        state = .closed
+        context?.close(promise: nil)
+    }
+
+    // MARK: The channel's side
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .busy(let exchange, _, let sent, var keepAlive) = state else {
+            // Bytes from an idle origin: nothing was asked, so nothing after this can be trusted.
+            if case .idle = state { pool?.remove(self) }
+            state = .closed
+            context.close(promise: nil)
+            return
+        }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            keepAlive = head.isKeepAlive
+            state = .busy(exchange, answered: true, sent: sent, keepAlive: keepAlive)
+            exchange.receivedHead(head)
+        case .body(let part):
+            exchange.receivedPart(part)
+        case .end:
+            // Reused only when the origin said it may be and the whole request went out (an origin may answer
+            // early, say with a 413, before reading the rest of an upload).
+            let reusable = keepAlive && sent && context.channel.isActive
+            if reusable {
+                state = .idle(since: .now())
+                reused = true
+            } else {
+                state = .closed
+                context.close(promise: nil)
+            }
+            exchange.finished()
+            if reusable {
+                pool?.park(self)
+                context.read()
+            }
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard case .busy(let exchange, _, _, _) = state else { return }
+        // The exchange's consumer may run from here (and cancel, which closes this connection).
+        exchange.readCompleted()
+        if case .busy(let current, _, _, _) = state, current === exchange, exchange.wantsRead { context.read() }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let previous = state
+        state = .closed
+        switch previous {
+        case .busy(let exchange, let answered, _, _):
+            exchange.connectionLost(ChannelError.eof, beforeAnswer: !answered, reused: reused)
+        case .idle:
+            pool?.remove(self)
+        case .closed:
+            break
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let previous = state
+        state = .closed
+        if case .busy(let exchange, let answered, _, _) = previous {
+            exchange.connectionLost(error, beforeAnswer: !answered, reused: reused)
+        } else if case .idle = previous {
+            pool?.remove(self)
+        }
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,132 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// The upstream connections of one event loop: idle ones kept per origin, new ones opened on this loop. A
+/// request made on a loop is carried by a connection of that loop, so the exchange, its connection and the
+/// server connection that forwards the body share one thread and never lock or hop.
+///
+/// There is no cap on connections in use: each carries one exchange, and exchanges are bounded by the clients
+/// that cause them (one at a time per client connection). What is capped is how many idle ones are kept.
+///
+/// Every method runs on ``eventLoop`` (hence `@unchecked Sendable`: a fetch made off the loop hands the pool to
+/// the loop, and touches it only there).
+final class UpstreamConnectionPool: @unchecked Sendable {
+    let eventLoop: any EventLoop
+    private let settings: Settings
+    /// Idle connections per origin, the most recently used last (it is the one taken: the likeliest to be alive).
+    private var idle: [UpstreamOrigin: [UpstreamConnection]] = [:]
+    private var sweep: RepeatedTask?
+    private var shutDown = false
+
+    struct Settings: Sendable {
+        var connectTimeout: TimeAmount
+        var idleTimeout: TimeAmount
+        var maxIdlePerOrigin: Int
+        var tls: NIOSSLContext?
+        /// Why TLS cannot be used (its context could not be made), for an https request's error.
+        var tlsError: String?
+    }
+
+    init(eventLoop: any EventLoop, settings: Settings) {
+        self.eventLoop = eventLoop
+        self.settings = settings
+    }
+
+    /// An idle connection to `origin`, or nil when there is none.
+    func takeIdle(_ origin: UpstreamOrigin) -> UpstreamConnection? {
+        guard var connections = idle[origin], let connection = connections.popLast() else { return nil }
+        idle[origin] = connections.isEmpty ? nil : connections
+        return connection
+    }
+
+    /// Opens a new connection to `origin` on this loop: the connection at once, and when it is connected.
+    func connect(_ origin: UpstreamOrigin) -> (UpstreamConnection, EventLoopFuture<Void>) {
+        let connection = UpstreamConnection(origin: origin, pool: self)
+        var tls: NIOSSLContext?
+        if origin.tls {
+            guard let context = settings.tls else {
+                return (connection, eventLoop.makeFailedFuture(UpstreamTLSUnavailable(reason: settings.tlsError ?? "no TLS context")))
+            }
+            tls = context
+        }
+        let serverName = origin.hostIsAddress ? nil : origin.host
+        let handler = NIOLoopBound(connection, eventLoop: eventLoop)
+        let connected = ClientBootstrap(group: eventLoop)
+            .connectTimeout(settings.connectTimeout)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelOption(.autoRead, value: false)
+            .channelInitializer { [tls] channel in
+                do {
+                    let sync = channel.pipeline.syncOperations
+                    if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName)) }
+                    try sync.addHTTPClientHandlers()
+                    try sync.addHandler(handler.value)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+            .connect(host: origin.host, port: origin.port)
+            .map { _ in () }
+        return (connection, connected)
+    }
+
+    /// A connection that finished an exchange and may carry another.
+    func park(_ connection: UpstreamConnection) {
+        guard !shutDown else { return connection.close() }
+        var connections = idle[connection.origin] ?? []
+        if connections.count >= settings.maxIdlePerOrigin {
+            connections.removeFirst().close()
+        }
+        connections.append(connection)
+        idle[connection.origin] = connections
+        if sweep == nil {
+            // One timer per loop, not one per parked connection: parking happens once per request.
+            let every = min(settings.idleTimeout, .seconds(5))
+            sweep = eventLoop.scheduleRepeatedTask(initialDelay: every, delay: every) { [weak self] _ in self?.closeExpired() }
+        }
+    }
+
+    /// A parked connection closed (the origin closed it, or sent something unasked).
+    func remove(_ connection: UpstreamConnection) {
+        guard var connections = idle[connection.origin], let index = connections.firstIndex(where: { $0 === connection }) else { return }
+        connections.remove(at: index)
+        idle[connection.origin] = connections.isEmpty ? nil : connections
+    }
+
+    /// Closes every idle connection; connections in use close when their exchange ends.
+    func shutdown() {
+        shutDown = true
+        sweep?.cancel()
+        sweep = nil
+        let all = idle.values.flatMap { $0 }
+        idle = [:]
+        for connection in all { connection.close() }
+    }
+
+    var idleCount: Int { idle.values.reduce(0) { $0 + $1.count } }
+
+    private func closeExpired() {
+        let now = NIODeadline.now()
+        for (origin, connections) in idle {
+            let (expired, kept) = connections.reduce(into: ([UpstreamConnection](), [UpstreamConnection]())) { split, connection in
+                if case .idle(let since) = connection.state, now - since >= settings.idleTimeout { split.0.append(connection) } else { split.1.append(connection) }
+            }
+            guard !expired.isEmpty else { continue }
+            idle[origin] = kept.isEmpty ? nil : kept
+            for connection in expired { connection.close() }
+        }
+        if idle.isEmpty {
+            sweep?.cancel()
+            sweep = nil
+        }
+    }
+}
+
+/// An https request when TLS could not be set up (its trust roots could not be loaded).
+struct UpstreamTLSUnavailable: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { "TLS is not available: \(reason)" }
+}
