@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// One HTTP/1.1 connection to an upstream origin, after NIO's request encoder and response decoder. It carries
 /// one exchange at a time and goes back to its pool between them. It reads its socket only when asked
@@ -144,6 +145,11 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case NIOSSLError.uncleanShutdown = error {
+            // The origin closed without TLS's close_notify, as many do. Not an error in itself: the close that
+            // follows ends a body delimited by the close, and fails one that was cut short (`channelInactive`).
+            return
+        }
         let previous = state
         state = .closed
         if case .busy(let exchange, let answered, _, _) = previous {

@@ -75,7 +75,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
 
     /// A connection that finished an exchange and may carry another.
     func park(_ connection: UpstreamConnection) {
-        guard !shutDown else { return connection.close() }
+        guard !shutDown, settings.maxIdlePerOrigin > 0 else { return connection.close() }
         var connections = idle[connection.origin] ?? []
         if connections.count >= settings.maxIdlePerOrigin {
             connections.removeFirst().close()

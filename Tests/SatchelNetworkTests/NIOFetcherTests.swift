@@ -213,6 +213,24 @@ extension NIOFetcherTests {
         }
     }
 
+    @Test("with no idle connections allowed, each request gets its own connection, closed after it")
+    func noIdleConnections() async throws {
+        try await withOrigin { origin in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let single = NIOFetcher(maxIdleConnectionsPerHost: 0)
+            var ports: Set<String> = []
+            for _ in 0..<2 {
+                let response = try await NIOFetcher.withPreferredEventLoop(loop) {
+                    try await single.fetch(ResourceRequest(url: origin.base + "/conn"), timeouts: FetchTimeouts())
+                }
+                ports.insert(try await text(response))
+            }
+            #expect(ports.count == 2)
+            #expect(try await single.idleConnections(on: loop).get() == 0)
+            try await single.shutdown()
+        }
+    }
+
     @Test("a request the origin drops unanswered on a reused connection is sent again on a new one if idempotent, never if not")
     func staleConnectionRetry() async throws {
         try await withOrigin { origin in
@@ -250,6 +268,11 @@ extension NIOFetcherTests {
                 let response = try await trusting.fetch(ResourceRequest(url: origin.base + "/echo"), timeouts: FetchTimeouts())
                 let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
                 #expect(echo.headers.first == ["Host", "localhost:\(origin.port)"])
+                // A body delimited by the close, from an origin that closes without close_notify: whole.
+                let unframed = try await trusting.fetch(ResourceRequest(url: origin.base + "/nolength?n=100000"), timeouts: FetchTimeouts())
+                let bytes = try await unframed.body.collect()
+                #expect(bytes.count == 100_000)
+                #expect(bytes == (0..<100_000).map { UInt8($0 % 256) })
                 // An address is not the certificate's name: refused, though the CA is trusted.
                 do {
                     _ = try await trusting.fetch(ResourceRequest(url: "https://127.0.0.1:\(origin.port)/echo"), timeouts: FetchTimeouts())
