@@ -4,15 +4,16 @@
 /// the producer's own form: the NIO server forwards a NIO fetcher's buffers on the event loop without copying
 /// them or hopping threads. The two are alternatives: a consumer uses one or the other, never both.
 ///
-/// A consumer that stops early (an error, a stop from WebKit, a client gone) simply drops its iterator: a body
-/// read from a ``BodyReader`` is then cancelled, so an upstream request behind it is closed rather than left
-/// waiting for a reader that will never come.
+/// A consumer that stops early (an error, a stop from WebKit, a client gone) simply drops its iterator, and one that
+/// never reads drops the body: a body read from a ``BodyReader`` is then cancelled, so an upstream request behind it
+/// is closed rather than left waiting for a reader that will never come. A consumer that takes the producer itself
+/// (``claimSource(as:)``) takes that duty over.
 public struct BodyStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
 
     fileprivate enum Storage: Sendable {
         case stream(AsyncThrowingStream<[UInt8], any Error>)
-        case reader(any BodyReader)
+        case reader(ReaderLease)
     }
 
     fileprivate let storage: Storage
@@ -28,8 +29,17 @@ public struct BodyStream: AsyncSequence, Sendable {
 
     /// A body pulled from `reader`, which is cancelled if its consumer lets go before the end.
     public init(reader: any BodyReader, source: (any Sendable)? = nil) {
-        storage = .reader(reader)
+        storage = .reader(ReaderLease(reader))
         self.source = source
+    }
+
+    /// The producer as `type`, for a consumer that takes the bytes in the producer's own form (the NIO server
+    /// forwarding a NIO fetcher's buffers). Once claimed, dropping the body no longer cancels its reader: the
+    /// claimer reads it to the end or cancels it. Nil (and nothing claimed) when the producer is not a `type`.
+    public func claimSource<T>(as type: T.Type) -> T? {
+        guard let claimed = source as? T else { return nil }
+        if case .reader(let lease) = storage { lease.claim() }
+        return claimed
     }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
@@ -43,7 +53,7 @@ public struct BodyStream: AsyncSequence, Sendable {
         fileprivate init(_ storage: BodyStream.Storage) {
             switch storage {
             case .stream(let stream): self.storage = .stream(stream.makeAsyncIterator())
-            case .reader(let reader): self.storage = .reader(ReaderLease(reader))
+            case .reader(let lease): self.storage = .reader(lease)
             }
         }
 
@@ -69,12 +79,16 @@ public protocol BodyReader: AnyObject, Sendable {
     func cancel()
 }
 
-/// One consumer's hold on a reader: cancels it when dropped before the end or on task cancellation.
+/// A body's hold on its reader: cancels it on task cancellation, and when the body (with every iterator made from
+/// it) is dropped before the end, unless a consumer claimed the producer. One consumer at a time, as iterators are.
 private final class ReaderLease: @unchecked Sendable {
     private let reader: any BodyReader
     private var ended = false
+    private var claimed = false
 
     init(_ reader: any BodyReader) { self.reader = reader }
+
+    func claim() { claimed = true }
 
     func next() async throws -> [UInt8]? {
         guard !ended else { return nil }
@@ -93,7 +107,7 @@ private final class ReaderLease: @unchecked Sendable {
     }
 
     deinit {
-        if !ended { reader.cancel() }
+        if !ended && !claimed { reader.cancel() }
     }
 }
 

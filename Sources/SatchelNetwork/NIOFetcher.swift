@@ -42,13 +42,24 @@ public final class NIOFetcher: NetworkFetcher {
     ///   - additionalTrustRoots: PEM files of certificate authorities to trust besides the system's (a staging
     ///     origin with its own CA).
     /// - Throws: ``FetchError/connectionFailed(_:)`` when a trust-root file cannot be loaded.
-    public init(
+    public convenience init(
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: Duration = .seconds(10),
         idleConnectionTimeout: Duration = .seconds(60), maxIdleConnectionsPerHost: Int = 256, additionalTrustRoots: [String]
     ) throws(FetchError) {
+        try self.init(
+            eventLoopGroup: eventLoopGroup, connectTimeout: connectTimeout, idleConnectionTimeout: idleConnectionTimeout,
+            maxIdleConnectionsPerHost: maxIdleConnectionsPerHost, additionalTrustRoots: additionalTrustRoots, makeResolver: nil)
+    }
+
+    /// The same, resolving names with `makeResolver` (tests: a name whose first address refuses).
+    init(
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: Duration = .seconds(10),
+        idleConnectionTimeout: Duration = .seconds(60), maxIdleConnectionsPerHost: Int = 256, additionalTrustRoots: [String],
+        makeResolver: (@Sendable (any EventLoop) -> any Resolver & Sendable)?
+    ) throws(FetchError) {
         var settings = UpstreamConnectionPool.Settings(
             connectTimeout: TimeAmount(connectTimeout), idleTimeout: TimeAmount(idleConnectionTimeout),
-            maxIdlePerOrigin: max(0, maxIdleConnectionsPerHost), tls: nil, tlsError: nil)
+            maxIdlePerOrigin: max(0, maxIdleConnectionsPerHost), tls: nil, tlsError: nil, makeResolver: makeResolver)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["http/1.1"]
         tls.additionalTrustRoots = additionalTrustRoots.map { .file($0) }

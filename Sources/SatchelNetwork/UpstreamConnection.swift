@@ -107,19 +107,18 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             // Reused only when the origin said it may be and the whole request went out (an origin may answer
             // early, say with a 413, before reading the rest of an upload).
-            let reusable = keepAlive && sent && context.channel.isActive
-            if reusable {
+            // Parked before the exchange hears of the end: its consumer, called from there, may send the next
+            // request to this origin on this very connection.
+            if keepAlive && sent && context.channel.isActive {
                 state = .idle(since: .now())
                 reused = true
+                pool?.park(self)
+                context.read()
             } else {
                 state = .closed
                 context.close(promise: nil)
             }
             exchange.finished()
-            if reusable {
-                pool?.park(self)
-                context.read()
-            }
         }
     }
 

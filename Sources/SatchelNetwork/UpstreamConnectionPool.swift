@@ -27,6 +27,8 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         var tls: NIOSSLContext?
         /// Why TLS cannot be used (its context could not be made), for an https request's error.
         var tlsError: String?
+        /// Resolves names for a connection (tests: a name whose first address refuses); nil for NIO's getaddrinfo.
+        var makeResolver: (@Sendable (any EventLoop) -> any Resolver & Sendable)?
     }
 
     init(eventLoop: any EventLoop, settings: Settings) {
@@ -41,36 +43,34 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         return connection
     }
 
-    /// Opens a new connection to `origin` on this loop: the connection at once, and when it is connected.
-    func connect(_ origin: UpstreamOrigin) -> (UpstreamConnection, EventLoopFuture<Void>) {
-        let connection = UpstreamConnection(origin: origin, pool: self)
+    /// Opens a new connection to `origin` on this loop. Each channel the bootstrap tries (happy eyeballs tries
+    /// the addresses of a name in turn, in parallel after 250 ms) gets its own handler; the winner's is returned.
+    func connect(_ origin: UpstreamOrigin) -> EventLoopFuture<any Channel> {
         var tls: NIOSSLContext?
         if origin.tls {
             guard let context = settings.tls else {
-                return (connection, eventLoop.makeFailedFuture(UpstreamTLSUnavailable(reason: settings.tlsError ?? "no TLS context")))
+                return eventLoop.makeFailedFuture(UpstreamTLSUnavailable(reason: settings.tlsError ?? "no TLS context"))
             }
             tls = context
         }
         let serverName = origin.hostIsAddress ? nil : origin.host
-        let handler = NIOLoopBound(connection, eventLoop: eventLoop)
-        let connected = ClientBootstrap(group: eventLoop)
+        return ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.autoRead, value: false)
-            .channelInitializer { [tls] channel in
+            .resolver(settings.makeResolver?(eventLoop))
+            .channelInitializer { [tls, self] channel in
                 do {
                     let sync = channel.pipeline.syncOperations
                     if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName)) }
                     try sync.addHTTPClientHandlers()
-                    try sync.addHandler(handler.value)
+                    try sync.addHandler(UpstreamConnection(origin: origin, pool: self))
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
             }
             .connect(host: origin.host, port: origin.port)
-            .map { _ in () }
-        return (connection, connected)
     }
 
     /// A connection that finished an exchange and may carry another.

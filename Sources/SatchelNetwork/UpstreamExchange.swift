@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -56,8 +61,11 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     /// Starts the request. Call on ``eventLoop``.
     func start() {
         eventLoop.preconditionInEventLoop()
+        // Cancelled between the fetch and this moment (the async fetch starts it with a hop to the loop).
+        guard failure == nil else { return }
         let timeout = timeouts.responseHead
         headTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
+            guard case .waiting = headState else { return }  // the head came in the same loop iteration
             fail(FetchError.timedOut("no response head from \(url) within \(timeout)"))
         }
         if let idle = pool.takeIdle(request.origin) {
@@ -69,18 +77,21 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     }
 
     private func openConnection() {
-        let (connection, connected) = pool.connect(request.origin)
-        self.connection = connection
-        connected.assumeIsolated().whenComplete { [self] result in
+        pool.connect(request.origin).assumeIsolated().whenComplete { [self] result in
+            let connection: UpstreamConnection
+            do {
+                connection = try result.get().pipeline.syncOperations.handler(type: UpstreamConnection.self)
+            } catch {
+                if failure == nil { fail(Self.fetchError(error, url: url, timeouts: timeouts)) }
+                return
+            }
             guard failure == nil else {
                 // Cancelled or timed out while connecting: the new connection carried nothing.
                 connection.close()
                 return
             }
-            switch result {
-            case .success: connection.send(request, for: self)
-            case .failure(let error): fail(Self.fetchError(error, url: url, timeouts: timeouts))
-            }
+            self.connection = connection
+            connection.send(request, for: self)
         }
     }
 
@@ -155,7 +166,7 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     func connectionLost(_ error: any Error, beforeAnswer: Bool, reused: Bool) {
         connection = nil
         guard failure == nil else { return }
-        if beforeAnswer, reused, !retried, request.isIdempotent {
+        if beforeAnswer, reused, !retried, request.isIdempotent, Self.isClosedConnection(error) {
             retried = true
             return openConnection()
         }
@@ -221,6 +232,14 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     }
 
     // MARK: Errors
+
+    /// The connection was closed or reset under the request: what a stale pooled connection looks like, the only
+    /// case that is retried (bytes that are not HTTP, or a TLS failure, are answers and are not).
+    static func isClosedConnection(_ error: any Error) -> Bool {
+        if let channel = error as? ChannelError { return channel == .eof || channel == .ioOnClosedChannel || channel == .outputClosed }
+        if let io = error as? IOError { return io.errnoCode == ECONNRESET || io.errnoCode == EPIPE }
+        return false
+    }
 
     /// What NIO reports, as the ``FetchError`` the page will see (502/504).
     static func fetchError(_ error: any Error, url: String, timeouts: FetchTimeouts) -> any Error {

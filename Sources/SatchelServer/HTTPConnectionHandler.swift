@@ -300,7 +300,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.write(NIOAny(IOData.fileRegion(fileRegion)), promise: done)
             finish(keepOpen: keepOpen, flush: flush, last: nil, context: context)
         case .stream(let stream):
-            if let exchange = stream.source as? UpstreamExchange {
+            if let exchange = stream.claimSource(as: UpstreamExchange.self) {
                 // Not flushed yet: a small body is usually there already and goes out in the same write.
                 context.write(wrapOutboundOut(buffer), promise: nil)
                 pending = .upstream(exchange)

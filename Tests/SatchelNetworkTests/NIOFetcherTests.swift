@@ -213,6 +213,39 @@ extension NIOFetcherTests {
         }
     }
 
+    @Test("a name whose first address refuses (happy eyeballs): the connection that wins carries the request")
+    func secondAddressWins() async throws {
+        try await withOrigin { origin in
+            // AAAA first: ::1, where nothing listens on the origin's port; then A: 127.0.0.1, the origin.
+            let fetcher = try NIOFetcher(maxIdleConnectionsPerHost: 0, additionalTrustRoots: []) { loop in
+                FixedResolver(loop: loop, v6: [try! SocketAddress(ipAddress: "::1", port: origin.port)], v4: [try! SocketAddress(ipAddress: "127.0.0.1", port: origin.port)])
+            }
+            for _ in 0..<5 {
+                let response = try await fetcher.fetch(ResourceRequest(url: "http://two-addresses.test:\(origin.port)/echo"), timeouts: FetchTimeouts(responseHead: .seconds(5)))
+                #expect(response.status == 200)
+                let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
+                #expect(echo.headers.first == ["Host", "two-addresses.test:\(origin.port)"])
+            }
+            try await fetcher.shutdown()
+        }
+    }
+
+    @Test("a response dropped unread closes its upstream connection")
+    func droppedResponse() async throws {
+        try await withOrigin { origin in
+            do {
+                let response = try await fetcher.fetch(ResourceRequest(url: origin.base + "/hang"), timeouts: FetchTimeouts())
+                #expect(response.status == 200)
+            }
+            var events: [String] = []
+            for _ in 0..<30 where !events.contains("hang: client went away") {
+                try await Task.sleep(for: .milliseconds(100))
+                events = try origin.events()
+            }
+            #expect(events.contains("hang: client went away"))
+        }
+    }
+
     @Test("with no idle connections allowed, each request gets its own connection, closed after it")
     func noIdleConnections() async throws {
         try await withOrigin { origin in
@@ -311,4 +344,14 @@ struct NetworkMemoryTests {
         print("1 GiB through the network fallback: peak RSS grew by \(growth / 1024) KiB")
         #expect(growth < 32 << 20, "peak resident memory grew by \(growth) bytes")
     }
+}
+
+/// Answers every name with the given addresses, IPv6 first as a real resolver's AAAA answer would come.
+struct FixedResolver: Resolver, Sendable {
+    let loop: any EventLoop
+    let v6: [SocketAddress]
+    let v4: [SocketAddress]
+    func initiateAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> { loop.makeSucceededFuture(v4) }
+    func initiateAAAAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> { loop.makeSucceededFuture(v6) }
+    func cancelQueries() {}
 }
