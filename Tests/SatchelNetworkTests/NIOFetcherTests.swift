@@ -143,12 +143,7 @@ struct NIOFetcherTests {
             try await Task.sleep(for: .milliseconds(400))
             consumer.cancel()
             _ = await consumer.result
-            var events: [String] = []
-            for _ in 0..<30 where !events.contains("hang: client went away") {
-                try await Task.sleep(for: .milliseconds(100))
-                events = try origin.events()
-            }
-            #expect(events.contains("hang: client went away"))
+            #expect(try await origin.sawEvent("hang: client went away"))
         }
     }
 
@@ -237,12 +232,7 @@ extension NIOFetcherTests {
                 let response = try await fetcher.fetch(ResourceRequest(url: origin.base + "/hang"), timeouts: FetchTimeouts())
                 #expect(response.status == 200)
             }
-            var events: [String] = []
-            for _ in 0..<30 where !events.contains("hang: client went away") {
-                try await Task.sleep(for: .milliseconds(100))
-                events = try origin.events()
-            }
-            #expect(events.contains("hang: client went away"))
+            #expect(try await origin.sawEvent("hang: client went away"))
         }
     }
 

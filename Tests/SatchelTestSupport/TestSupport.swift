@@ -155,6 +155,16 @@ public final class TestOrigin: @unchecked Sendable {
         return (try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String]) ?? []
     }
 
+    /// Whether `event` shows up in ``events()`` within `seconds` (asked every 100 ms): what the origin saw happen
+    /// after the request, such as the client going away.
+    public func sawEvent(_ event: String, within seconds: Double = 3) async throws -> Bool {
+        for _ in 0..<max(1, Int(seconds * 10)) {
+            try await Task.sleep(for: .milliseconds(100))
+            if try events().contains(event) { return true }
+        }
+        return false
+    }
+
     public func stop() {
         try? stdin.fileHandleForWriting.close()
         process.waitUntilExit()
