@@ -36,20 +36,9 @@ enum NavigationRedirect {
         return original.scheme + location[colon...]
     }
 
+    /// `text` as a script string literal inside HTML: a JSON string (CanonicalJSON's one writer) with `<` escaped,
+    /// so nothing in it can end the script element.
     static func jsString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "<": out += "\\u003c"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\u{2028}": out += "\\u2028"
-            case "\u{2029}": out += "\\u2029"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        String(decoding: CanonicalJSON.string(text).bytes, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c")
     }
 }
