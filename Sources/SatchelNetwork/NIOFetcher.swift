@@ -57,20 +57,21 @@ public final class NIOFetcher: NetworkFetcher {
         idleConnectionTimeout: Duration = .seconds(60), maxIdleConnectionsPerHost: Int = 256, additionalTrustRoots: [String],
         makeResolver: (@Sendable (any EventLoop) -> any Resolver & Sendable)?
     ) throws(FetchError) {
-        var settings = UpstreamConnectionPool.Settings(
-            connectTimeout: TimeAmount(connectTimeout), idleTimeout: TimeAmount(idleConnectionTimeout),
-            maxIdlePerOrigin: max(0, maxIdleConnectionsPerHost), tls: nil, tlsError: nil, makeResolver: makeResolver)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["http/1.1"]
         tls.additionalTrustRoots = additionalTrustRoots.map { .file($0) }
+        let context: Result<NIOSSLContext, UpstreamTLSUnavailable>
         do {
-            settings.tls = try NIOSSLContext(configuration: tls)
+            context = .success(try NIOSSLContext(configuration: tls))
         } catch {
             guard additionalTrustRoots.isEmpty else {
                 throw .connectionFailed("cannot load the trust roots \(additionalTrustRoots.joined(separator: ", ")): \(error)")
             }
-            settings.tlsError = "\(error)"
+            context = .failure(UpstreamTLSUnavailable(reason: "\(error)"))
         }
+        let settings = UpstreamConnectionPool.Settings(
+            connectTimeout: TimeAmount(connectTimeout), idleTimeout: TimeAmount(idleConnectionTimeout),
+            maxIdlePerOrigin: max(0, maxIdleConnectionsPerHost), tls: context, makeResolver: makeResolver)
         group = eventLoopGroup
         pools = LoopPools(group: eventLoopGroup, settings: settings)
     }
@@ -80,7 +81,7 @@ public final class NIOFetcher: NetworkFetcher {
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, connectTimeout: Duration = .seconds(10),
         idleConnectionTimeout: Duration = .seconds(60), maxIdleConnectionsPerHost: Int = 256
     ) {
-        // swift-format-ignore: the throwing init throws only for trust-root files, and none are given.
+        // Cannot throw: only a trust-root file that fails to load throws, and none is given.
         try! self.init(
             eventLoopGroup: eventLoopGroup, connectTimeout: connectTimeout, idleConnectionTimeout: idleConnectionTimeout,
             maxIdleConnectionsPerHost: maxIdleConnectionsPerHost, additionalTrustRoots: [])

@@ -24,9 +24,8 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         var connectTimeout: TimeAmount
         var idleTimeout: TimeAmount
         var maxIdlePerOrigin: Int
-        var tls: NIOSSLContext?
-        /// Why TLS cannot be used (its context could not be made), for an https request's error.
-        var tlsError: String?
+        /// The context for https, or why there is none (the system's trust roots could not be loaded).
+        var tls: Result<NIOSSLContext, UpstreamTLSUnavailable>
         /// Resolves names for a connection (tests: a name whose first address refuses); nil for NIO's getaddrinfo.
         var makeResolver: (@Sendable (any EventLoop) -> any Resolver & Sendable)?
     }
@@ -48,10 +47,10 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     func connect(_ origin: UpstreamOrigin) -> EventLoopFuture<any Channel> {
         var tls: NIOSSLContext?
         if origin.tls {
-            guard let context = settings.tls else {
-                return eventLoop.makeFailedFuture(UpstreamTLSUnavailable(reason: settings.tlsError ?? "no TLS context"))
+            switch settings.tls {
+            case .success(let context): tls = context
+            case .failure(let unavailable): return eventLoop.makeFailedFuture(unavailable)
             }
-            tls = context
         }
         let serverName = origin.hostIsAddress ? nil : origin.host
         return ClientBootstrap(group: eventLoop)

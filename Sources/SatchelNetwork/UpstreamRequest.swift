@@ -20,7 +20,7 @@ struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
 
 /// One request as it goes on the wire, prepared once from the engine's ``ResourceRequest``: the origin to
 /// connect to, the head with `Host` first and every other field in the order and form it came, and the body.
-struct UpstreamRequest: @unchecked Sendable {
+struct UpstreamRequest: Sendable {
     let origin: UpstreamOrigin
     let head: HTTPRequestHead
     let body: ByteBuffer?
@@ -66,7 +66,8 @@ struct UpstreamRequest: @unchecked Sendable {
     }
 }
 
-extension UpstreamResponse {
+/// Turns an upstream head into the engine's response.
+enum UpstreamResponse {
     /// The upstream's head as the engine's response: hop-by-hop fields removed, everything else as received.
     static func make(_ head: HTTPResponseHead, exchange: UpstreamExchange, method: HTTPMethod) -> ResourceResponse {
         var headers = SatchelCore.HTTPHeaders(capacity: head.headers.count)
@@ -78,6 +79,3 @@ extension UpstreamResponse {
         return ResourceResponse(status: status, headers: headers, body: body)
     }
 }
-
-/// Namespace for turning an upstream head into the engine's response.
-enum UpstreamResponse {}
