@@ -118,6 +118,12 @@ let package = Package(
         .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport"),
         // Benchmarks that must link the library in a release build (tools/bench-engine).
         .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelCore"]),
+        .executableTarget(
+            name: "nio-floor-proxy",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
         .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelTestSupport"]),
         .testTarget(
