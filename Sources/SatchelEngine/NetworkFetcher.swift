@@ -55,6 +55,15 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// What went wrong, without the kind of failure in front (for a message that names its own context).
+    public var reason: String {
+        switch self {
+        case .hostNotAllowed(let host): "\(host) is not on the allow-list"
+        case .connectionFailed(let why), .badResponse(let why), .timedOut(let why): why
+        case .unsupportedURL(let url): "unsupported URL \(url)"
+        }
+    }
+
     /// A short plain-text response for the page, with `X-Satchel-Error`.
     public var response: ResourceResponse { .error(status, description) }
 }

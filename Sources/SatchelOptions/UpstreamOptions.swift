@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import SatchelCore
 import SatchelEngine
 
@@ -11,11 +12,19 @@ public struct UpstreamOptions: ParsableArguments {
     @Option(name: .customLong("upstream"), help: "<host>=<url>: send that host's network requests to another origin (repeatable).")
     public var upstreams: [String] = []
 
+    @Option(
+        name: .customLong("trust-root"),
+        help: ArgumentHelp("A PEM file of certificate authorities to trust for https upstreams, besides the system's (repeatable).", valueName: "pem-file"))
+    public var trustRoots: [String] = []
+
     public init() {}
 
     public mutating func validate() throws {
         _ = try allowedHosts()
         _ = try overrides()
+        for file in trustRoots where !FileManager.default.isReadableFile(atPath: file) {
+            throw ValidationError("--trust-root: cannot read \(file)")
+        }
     }
 
     /// `--allow-upstream` as host patterns.

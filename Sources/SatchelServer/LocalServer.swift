@@ -36,12 +36,19 @@ public final class LocalServer: Sendable {
     /// `satchel serve` as a library: its own event loops, an ``NIOFetcher`` on them for the network
     /// fallback (so a miss's body moves from upstream to client on one thread), and the responder. Shutdown
     /// stops all three.
+    /// - Parameter additionalTrustRoots: PEM files of certificate authorities the fetcher trusts besides the
+    ///   system's (an https upstream with its own CA).
+    /// - Throws: ``FetchError/connectionFailed(_:)`` when a trust-root file cannot be loaded.
     public init(
         store: PackageStore, engine: ResourceEngine, policy: NetworkPolicy, configuration: ServerConfiguration, log: RequestLog = RequestLog(),
-        logger: Logger = Logger(label: "satchel.access")
-    ) {
+        logger: Logger = Logger(label: "satchel.access"), additionalTrustRoots: [String] = []
+    ) throws(FetchError) {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
-        let fetcher = NIOFetcher(eventLoopGroup: loops)
+        let fetcher: NIOFetcher
+        do { fetcher = try NIOFetcher(eventLoopGroup: loops, additionalTrustRoots: additionalTrustRoots) } catch {
+            try? loops.syncShutdownGracefully()
+            throw error
+        }
         let pipeline = RequestPipeline(engine: engine, fetcher: fetcher, policy: policy)
         responder = ServerResponder(store: store, pipeline: pipeline, configuration: configuration, log: log, logger: logger)
         self.configuration = configuration

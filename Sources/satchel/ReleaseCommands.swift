@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelEngine
 import SatchelNetwork
 import SatchelOptions
 import SatchelStore
@@ -195,6 +196,10 @@ extension Satchel {
         var packages: [String] = []
         @Option(help: "Attempts per download before giving up (with exponential backoff).")
         var attempts: Int = 4
+        @Option(
+            name: .customLong("trust-root"),
+            help: ArgumentHelp("A PEM file of certificate authorities to trust for an https catalog, besides the system's (repeatable).", valueName: "pem-file"))
+        var trustRoots: [String] = []
         @Flag(help: "Print one JSON object.")
         var json = false
 
@@ -203,7 +208,11 @@ extension Satchel {
             let runtimeVersion = try runtime.map(parseVersion)
             let ids = try packages.map(parseID)
             // The NIO fetcher: real backpressure on Linux and header fields as sent (see SatchelNetwork).
-            let fetcher = NIOFetcher()
+            let fetcher: NIOFetcher
+            do throws(FetchError) { fetcher = try NIOFetcher(additionalTrustRoots: trustRoots) } catch {
+                Output.error("--trust-root: \(error.reason)")
+                throw ExitCode.failure
+            }
             let updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
                 catalogURL: catalog, trustedKeys: store.configuration.trustedKeys, runtime: runtimeVersion,
                 allowDowngrade: allowDowngrade, packages: ids, retry: RetryPolicy(attempts: attempts)))

@@ -70,7 +70,15 @@ extension Satchel {
             // Listening for SIGINT/SIGTERM before the first line is printed: a script that reads the line and
             // signals at once must not find the signal ignored and lost.
             let shutdownSignal = ShutdownSignal()
-            let server = LocalServer(store: packageStore, engine: engine, policy: try upstream.policy(), configuration: configuration)
+            let policy = try upstream.policy()
+            let server: LocalServer
+            do throws(FetchError) {
+                server = try LocalServer(
+                    store: packageStore, engine: engine, policy: policy, configuration: configuration, additionalTrustRoots: upstream.trustRoots)
+            } catch {
+                Output.error("--trust-root: \(error.reason)")
+                throw ExitCode.failure
+            }
             let boundPort: Int
             do { boundPort = try await server.start() } catch {
                 Output.error("cannot listen on \(bind):\(port): \(error)")

@@ -137,7 +137,7 @@ struct BuiltInHookTests {
             let bundle = try Packer.pack(source: folder + "/src", options: options, outputFolder: folder + "/out").bundle
             let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(builtIns: [bundle]))
             let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
-            let server = LocalServer(store: store, engine: engine, policy: NetworkPolicy(allowedHosts: []), configuration: ServerConfiguration(port: 0, injectHook: true, accessLog: false))
+            let server = try LocalServer(store: store, engine: engine, policy: NetworkPolicy(allowedHosts: []), configuration: ServerConfiguration(port: 0, injectHook: true, accessLog: false))
             let port = try await server.start()
             let client = try RawClient(port: port)
             client.send("GET / HTTP/1.1\r\nHost: big.example\r\n\r\n")

@@ -33,7 +33,7 @@ final class ServerFixture: @unchecked Sendable {
         _ = try store.install(bundle: bundle)
         let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
         let policy = NetworkPolicy(allowedHosts: configuration.allowedUpstreams, upstreamOverrides: configuration.upstreamOverrides, timeouts: timeouts)
-        server = LocalServer(store: store, engine: engine, policy: policy, configuration: configuration, logger: logger)
+        server = try LocalServer(store: store, engine: engine, policy: policy, configuration: configuration, logger: logger)
         port = try await server.start()
     }
 

@@ -65,7 +65,7 @@ struct SatchelWebview: ParsableCommand {
         let hosts = Set(engine.servedPackages.flatMap { $0.manifest.scope.hosts.map(\.value) } + upstream.allowUpstream.map { $0.lowercased() })
             .filter { !$0.hasPrefix("*.") }
         let origins = engine.configuration.customSchemes.sorted().flatMap { scheme in hosts.sorted().map { "\(scheme)://\($0)" } }
-        let fetcher = Self.makeFetcher()
+        let fetcher = try Self.makeFetcher(trustRoots: upstream.trustRoots)
         let satchel = try SatchelWebContext(engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins))
         let session = ViewerSession(
             satchel: satchel, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
@@ -77,5 +77,5 @@ struct SatchelWebview: ParsableCommand {
 
     /// The one place the viewer's network stack is chosen: SatchelNetwork's NIOFetcher on NIO's shared event loops (header fields
     /// as sent, repeated `Set-Cookie` kept apart, upstream backpressure), shut down before the viewer exits.
-    static func makeFetcher() -> NIOFetcher { NIOFetcher() }
+    static func makeFetcher(trustRoots: [String]) throws(FetchError) -> NIOFetcher { try NIOFetcher(additionalTrustRoots: trustRoots) }
 }

@@ -1,0 +1,82 @@
+import Foundation
+import SatchelTestSupport
+import Testing
+
+private struct ServeDidNotStart: Error, CustomStringConvertible {
+    let firstLine: String
+    var description: String { "satchel serve did not start; it printed: \(firstLine)" }
+}
+
+/// `satchel serve` running as a process: started with its arguments, stopped at the end of the test.
+private final class ServeProcess {
+    let process = Process()
+    let base: String
+
+    init(_ arguments: [String]) throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = ["serve"] + arguments
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line says where it listens: `listening on http://127.0.0.1:PORT`.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let more = output.fileHandleForReading.availableData
+            guard !more.isEmpty else { break }
+            line += more
+        }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.hasPrefix("listening on ") else {
+            process.terminate()
+            throw ServeDidNotStart(firstLine: text)
+        }
+        base = String(text.dropFirst("listening on ".count))
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+@Suite("satchel serve --trust-root")
+struct ServeTrustRootTests {
+    @Test("an https upstream with its own CA is reached with --trust-root and refused (502, TLS) without; a missing file is a usage error")
+    func trustRoot() throws {
+        try withTemporaryFolder { folder in
+            let certificate = folder + "/cert.pem", key = folder + "/key.pem"
+            _ = try run("/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+            ])
+            let origin = try TestOrigin(tls: (certificate, key))
+            defer { origin.stop() }
+            let common = [
+                "--store", folder + "/store", "--port", "0", "--no-access-log", "--default-host", "up.example",
+                "--allow-upstream", "up.example", "--upstream", "up.example=\(origin.base)",
+            ]
+
+            let trusting = try ServeProcess(common + ["--trust-root", certificate])
+            defer { trusting.stop() }
+            let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try run("/usr/bin/curl", ["-sf", trusting.base + "/echo"]).utf8))
+            #expect(echo.headers.first == ["Host", "localhost:\(origin.port)"])
+
+            let plain = try ServeProcess(common)
+            defer { plain.stop() }
+            let refused = try run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %header{x-satchel-error}", plain.base + "/echo"])
+            #expect(refused.hasPrefix("502 "), "\(refused)")
+            #expect(refused.contains("TLS"), "\(refused)")
+
+            let missing = try CLI.run(["serve", "--store", folder + "/store", "--port", "0", "--trust-root", folder + "/missing.pem"])
+            #expect(missing.status != 0)
+            #expect(missing.stderr.contains("--trust-root: cannot read \(folder)/missing.pem"), "\(missing.stderr)")
+
+            // A file that is there but holds no certificate: refused before listening, naming the file.
+            try Data("not a certificate\n".utf8).write(to: URL(fileURLWithPath: folder + "/garbage.pem"))
+            let garbage = try CLI.run(["serve", "--store", folder + "/store", "--port", "0", "--trust-root", folder + "/garbage.pem"])
+            #expect(garbage.status != 0)
+            #expect(garbage.stderr.hasPrefix("error: --trust-root: cannot load the trust roots \(folder)/garbage.pem"), "\(garbage.stderr)")
+        }
+    }
+}
