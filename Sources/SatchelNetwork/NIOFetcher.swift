@@ -104,10 +104,10 @@ public final class NIOFetcher: NetworkFetcher {
         let loop = Self.preferredEventLoop ?? group.next()
         let prepared = try UpstreamRequest(request, allocator: ByteBufferAllocator())
         let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts)
+        let response = exchange.takeResponse()
         loop.execute { exchange.start() }
         return try await withTaskCancellationHandler {
-            let head = try await exchange.head.get()
-            return UpstreamResponse.make(head, exchange: exchange, method: prepared.head.method)
+            try await response.get()
         } onCancel: {
             exchange.cancel()
         }
@@ -124,9 +124,9 @@ public final class NIOFetcher: NetworkFetcher {
             return (nil, eventLoop.makeFailedFuture(error))
         }
         let exchange = UpstreamExchange(eventLoop: eventLoop, request: prepared, pool: pools.pool(for: eventLoop), timeouts: timeouts)
+        let response = exchange.takeResponse()
         exchange.start()
-        let method = prepared.head.method
-        return (exchange, exchange.head.map { UpstreamResponse.make($0, exchange: exchange, method: method) })
+        return (exchange, response)
     }
 
     /// Idle connections kept on `eventLoop` (for tests and the status of a running server).

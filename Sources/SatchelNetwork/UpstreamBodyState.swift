@@ -68,6 +68,15 @@ struct UpstreamBodyState<Part, Promise, Instant: Comparable> {
 
     /// The consumer asks for the next part, at `now`. On `.wait`, `waiter` has been recorded.
     mutating func demand(now: Instant, waiter: () -> Promise) -> DemandAction {
+        if let ready = takeReady() { return ready }
+        state = .streaming(queued: [], waiter: waiter(), waitingSince: now)
+        return .wait
+    }
+
+    /// What ``demand(now:waiter:)`` would answer, except that when nothing is there yet it answers nil and
+    /// changes nothing (no waiter, no idle clock): a consumer on the event loop takes what one read brought
+    /// without a promise, and asks with a waiter only when it must wait.
+    mutating func takeReady() -> DemandAction? {
         switch state {
         case .streaming(queued: _, waiter: _?, waitingSince: _):
             return .alreadyWaiting
@@ -77,8 +86,7 @@ struct UpstreamBodyState<Part, Promise, Instant: Comparable> {
             state = .streaming(queued: queued, waiter: nil, waitingSince: nil)
             return .take(part, readMore: queued.isEmpty)
         case .streaming:
-            state = .streaming(queued: [], waiter: waiter(), waitingSince: now)
-            return .wait
+            return nil
         case .finished(queued: var queued) where !queued.isEmpty:
             state = .done
             let part = queued.removeFirst()

@@ -29,7 +29,9 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     private let pool: UpstreamConnectionPool
     private var connection: UpstreamConnection?
     private var body = UpstreamBodyState<ByteBuffer, EventLoopPromise<ByteBuffer?>, NIODeadline>()
-    private let headPromise: EventLoopPromise<HTTPResponseHead>
+    /// Let go of once settled: the response's body holds this exchange, so keeping the promise (and through its
+    /// future the response) would keep both alive for ever, and a body nobody reads would never be cancelled.
+    private var responsePromise: EventLoopPromise<ResourceResponse>?
     private var headState = HeadState.waiting
     private var headTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
@@ -45,8 +47,13 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
         case handedOver
     }
 
-    /// The response head; fails with a ``FetchError`` (or `CancellationError`).
-    public var head: EventLoopFuture<HTTPResponseHead> { headPromise.futureResult }
+    /// The response, made when its head is handed over (its body is this exchange's); fails with a
+    /// ``FetchError`` (or `CancellationError`). Take it before ``start()``: once settled, the exchange no longer
+    /// holds it.
+    func takeResponse() -> EventLoopFuture<ResourceResponse> {
+        precondition(responsePromise != nil, "the response of an exchange is taken before the exchange starts")
+        return responsePromise!.futureResult
+    }
 
     var url: String { request.url }
 
@@ -55,7 +62,7 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
         self.request = request
         self.pool = pool
         self.timeouts = timeouts
-        headPromise = eventLoop.makePromise()
+        responsePromise = eventLoop.makePromise()
     }
 
     /// Starts the request. Call on ``eventLoop``.
@@ -115,6 +122,30 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
             return waiter!.futureResult
         case .alreadyWaiting:
             return eventLoop.makeFailedFuture(FetchError.badResponse("the body of \(url) was read by two consumers at once"))
+        }
+    }
+
+    /// What ``takeReadyPart()`` found.
+    public enum ReadyPart {
+        case part(ByteBuffer)
+        case end
+        case failed(any Error)
+        /// Nothing yet: ask with ``nextPart()``.
+        case notYet
+    }
+
+    /// The next part if it is already here, without a future: a consumer on ``eventLoop`` writes what one socket
+    /// read brought this way and calls ``nextPart()`` only when it has to wait. Call on ``eventLoop``.
+    public func takeReadyPart() -> ReadyPart {
+        eventLoop.assertInEventLoop()
+        switch body.takeReady() {
+        case .take(let part, let readMore)?:
+            if readMore { connection?.readMore() }
+            return .part(part)
+        case .end?: return .end
+        case .fail(let error)?: return .failed(error)
+        case .alreadyWaiting?: return .failed(FetchError.badResponse("the body of \(url) was read by two consumers at once"))
+        case .wait?, nil: return .notYet
         }
     }
 
@@ -184,7 +215,9 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     private func handOverHead() {
         guard case .received(let head) = headState else { return }
         headState = .handedOver
-        headPromise.succeed(head)
+        let promise = responsePromise
+        responsePromise = nil
+        promise?.succeed(UpstreamResponse.make(head, exchange: self, method: request.head.method))
     }
 
     private func perform(_ handOver: UpstreamBodyState<ByteBuffer, EventLoopPromise<ByteBuffer?>, NIODeadline>.HandOver) {
@@ -204,7 +237,9 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
         stopIdleTimer()
         if case .handedOver = headState {} else {
             headState = .handedOver
-            headPromise.fail(error)
+            let promise = responsePromise
+            responsePromise = nil
+            promise?.fail(error)
         }
         perform(body.failed(error))
         connection?.abandon(self)

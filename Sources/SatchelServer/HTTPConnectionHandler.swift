@@ -43,10 +43,6 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The upstream body being forwarded, and whether it waits for the client's socket to become writable.
     private var forwarding: Forwarding?
     private var pausedUpstream = false
-    /// While ``pumpUpstream(_:)`` asks for a part: a part already there is handed back here instead of through
-    /// a nested call.
-    private var pumpingInline = false
-    private var inlinePart: Result<ByteBuffer?, any Error>?
 
     private struct Forwarding {
         let exchange: UpstreamExchange
@@ -331,23 +327,25 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 context.flush()
                 return
             }
-            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            pumpingInline = true
-            inlinePart = nil
-            forwarding.exchange.nextPart().hop(to: context.eventLoop).whenComplete { result in
-                let handler = bound.value
-                if handler.pumpingInline {
-                    handler.inlinePart = result
-                } else if let context = handler.context {
-                    if handler.forwardPart(result, context: context) { handler.pumpUpstream(context) }
+            let exchange = forwarding.exchange
+            let result: Result<ByteBuffer?, any Error>
+            // What one socket read brought is taken without a promise; an exchange on another loop (a fetcher
+            // the server does not share its loops with) is always asked through one.
+            switch exchange.eventLoop === context.eventLoop ? exchange.takeReadyPart() : .notYet {
+            case .part(let part): result = .success(part)
+            case .end: result = .success(nil)
+            case .failed(let error): result = .failure(error)
+            case .notYet:
+                // Nothing there (on this loop, the future cannot complete before the callback is registered):
+                // flush what was written and wait for the upstream.
+                let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                exchange.nextPart().hop(to: context.eventLoop).whenComplete { result in
+                    let handler = bound.value
+                    if let context = handler.context, handler.forwardPart(result, context: context) { handler.pumpUpstream(context) }
                 }
-            }
-            pumpingInline = false
-            guard let result = inlinePart else {
                 context.flush()
                 return
             }
-            inlinePart = nil
             guard forwardPart(result, context: context) else { return }
         }
     }

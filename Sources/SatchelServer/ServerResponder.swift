@@ -120,13 +120,19 @@ public final class ServerResponder: Sendable {
             return .now(finished(response, outcome, channel, request, started: started))
         case .fetch(let fetch):
             let (exchange, response) = fetcher.fetch(fetch.request, timeouts: fetch.timeouts, on: loop)
-            let answer = response.map { response in
-                self.finished(response, .network, fetch.miss.bodyChannel, request, started: started)
-            }.recover { error in
-                let (response, outcome, channel) = self.pipeline.fallback(for: fetch, after: error)
-                return self.finished(response, outcome, channel, request, started: started)
+            // One promise for the answer, whichever way the fetch ends (a miss is the hot path of a proxy; every
+            // future in the chain costs an allocation and a callback).
+            let answer = loop.makePromise(of: ResourceResponse.self)
+            response.whenComplete { result in
+                switch result {
+                case .success(let response):
+                    answer.succeed(self.finished(response, .network, fetch.miss.bodyChannel, request, started: started))
+                case .failure(let error):
+                    let (response, outcome, channel) = self.pipeline.fallback(for: fetch, after: error)
+                    answer.succeed(self.finished(response, outcome, channel, request, started: started))
+                }
             }
-            return .later(answer, exchange)
+            return .later(answer.futureResult, exchange)
         }
     }
 

@@ -30,6 +30,28 @@ struct UpstreamBodyStateTests {
         #expect(state.wantsRead)
     }
 
+    @Test("takeReady hands over what is there and, when nothing is, changes nothing: no waiter, no idle clock")
+    func takeReadyWithoutWaiting() {
+        var state = State()
+        #expect(state.takeReady() == nil)
+        #expect(state.waitingSince == nil, "nothing waits: the idle clock is not running")
+        #expect(state.wantsRead)
+        state.partReceived("a")
+        #expect(state.readCompleted().isNone, "no waiter was recorded, so nothing is handed over")
+        guard case .take("a", readMore: true)? = state.takeReady() else { Issue.record("a, then read again"); return }
+        #expect(state.takeReady() == nil)
+        // After that, a demand still records its waiter as usual.
+        #expect(take(&state, now: 3, waiter: 9) == "wait")
+        guard case .alreadyWaiting? = state.takeReady() else { Issue.record("a waiter is recorded"); return }
+        state.partReceived("b")
+        guard case .deliver("b", to: 9) = state.readCompleted() else { Issue.record("b to waiter 9"); return }
+        _ = state.finished()
+        guard case .end? = state.takeReady() else { Issue.record("the end"); return }
+        var failing = State()
+        _ = failing.failed(Failure())
+        guard case .fail? = failing.takeReady() else { Issue.record("the failure"); return }
+    }
+
     @Test("a waiting consumer gets the first part when the read completes, not part by part during it")
     func handOverAtReadComplete() {
         var state = State()
@@ -84,4 +106,8 @@ struct UpstreamBodyStateTests {
         guard case .none = state.failed(Failure()) else { Issue.record("the first failure wins"); return }
         #expect(!state.wantsRead)
     }
+}
+
+extension UpstreamBodyState.HandOver {
+    var isNone: Bool { if case .none = self { true } else { false } }
 }
