@@ -16,12 +16,14 @@ public final class RequestLog: Sendable {
         public var milliseconds: Double
     }
 
-    /// What is kept per request: the time stays a number until someone reads the log (the hot path records
-    /// every request; the status page reads rarely).
+    /// What is kept per request: the time stays a number and the URL a parsed target until someone reads the
+    /// log (the hot path records every request; the status page reads rarely).
     struct Record: Sendable {
         var millisecondsOfDay: Int
         var method: String
-        var url: String
+        var target: RequestTarget
+        /// Query parameters whose values are never shown (``LogRedaction``).
+        var secretParameters: [String]
         var status: Int
         var outcome: String
         var bodyChannel: String?
@@ -51,9 +53,17 @@ public final class RequestLog: Sendable {
         let ordered = records.count < capacity ? records : Array(records[next...] + records[..<next])
         return ordered.reversed().map { record in
             Entry(
-                time: Self.clockText(record.millisecondsOfDay), method: record.method, url: record.url, status: record.status,
+                time: Self.clockText(record.millisecondsOfDay), method: record.method,
+                url: Self.shownURL(record.target, secretParameters: record.secretParameters), status: record.status,
                 outcome: record.outcome, bodyChannel: record.bodyChannel, milliseconds: record.milliseconds)
         }
+    }
+
+    /// The URL as the log and the status page show it: absolute, with credentials redacted.
+    static func shownURL(_ target: RequestTarget, secretParameters: [String]) -> String {
+        LogRedaction.redacting(
+            target.isAbsolute ? target.raw : "http://\(target.host)\(target.port.map { ":\($0)" } ?? "")\(target.pathAndQuery)",
+            secretParameters: secretParameters)
     }
 
     /// Milliseconds since midnight UTC, now, by arithmetic (a DateFormatter per request cost more than serving the file).

@@ -167,15 +167,14 @@ public final class ServerResponder: Sendable {
     private func record(_ method: String, _ target: RequestTarget, status: Int, outcome: String, channel: BodyChannel, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        let shown = LogRedaction.redacting(
-            target.isAbsolute ? target.raw : "http://\(target.host)\(target.port.map { ":\($0)" } ?? "")\(target.pathAndQuery)",
-            secretParameters: redactedParameters)
         if !target.path.hasPrefix("/_satchel/status") {
             log.record(RequestLog.Record(
-                millisecondsOfDay: RequestLog.millisecondsOfDayNow(), method: method, url: shown, status: status, outcome: outcome,
-                bodyChannel: channel == .none ? nil : channel.rawValue, milliseconds: (milliseconds * 10).rounded() / 10))
+                millisecondsOfDay: RequestLog.millisecondsOfDayNow(), method: method, target: target, secretParameters: redactedParameters,
+                status: status, outcome: outcome, bodyChannel: channel == .none ? nil : channel.rawValue,
+                milliseconds: (milliseconds * 10).rounded() / 10))
         }
         if configuration.accessLog {
+            let shown = RequestLog.shownURL(target, secretParameters: redactedParameters)
             logger.info("\(method) \(shown) \(status) \(outcome)\(channel == .none ? "" : " body:\(channel.rawValue)") \(String(format: "%.1f", milliseconds)) ms")
         }
     }

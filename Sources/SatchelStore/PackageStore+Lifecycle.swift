@@ -165,7 +165,7 @@ extension PackageStore {
                 if FileSystem.exists(layout.state(id)) {
                     guard unlink(layout.state(id)) == 0 else { throw StoreError.system("unlink", layout.state(id)) }
                     try FileSystem.syncDirectory(layout.package(id))
-                    stateSwitches.withLock { $0 += 1 }
+                    tokenCache.withLock { $0.switches += 1 }
                 }
                 }
         }

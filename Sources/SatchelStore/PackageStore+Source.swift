@@ -44,12 +44,14 @@ extension PackageStore: PackageSource {
     /// per package (at most once per ``changeTokenFreshness``).
     public func changeToken() -> [Int64] {
         let now = DispatchTime.now().uptimeNanoseconds
-        let switches = stateSwitches.withLock { $0 }
-        if let recent = recentToken.withLock({ $0 }), recent.switches == switches, now &- recent.at < Self.changeTokenFreshness {
-            return recent.token
+        let (fresh, switches) = tokenCache.withLock { cache -> ([Int64]?, Int) in
+            guard let recent = cache.recent, recent.switches == cache.switches, now &- recent.at < Self.changeTokenFreshness else { return (nil, cache.switches) }
+            return (recent.token, cache.switches)
         }
+        if let fresh { return fresh }
+        // Read with the switch count seen before it: a switch made meanwhile leaves this token stale at once.
         let token = tokenFromDisk()
-        recentToken.withLock { $0 = (token, now, switches) }
+        tokenCache.withLock { $0.recent = (token, now, switches) }
         return token
     }
 

@@ -126,11 +126,10 @@ public final class PackageStore: Sendable {
     public let configuration: StoreConfiguration
     /// For ``changeToken()``: the package names and the folder time they were listed at.
     let packageNames = Locked<(token: Int64, names: [String]?)>((0, nil))
-    /// For ``changeToken()``: the last token, when it was computed (monotonic nanoseconds) and this object's
-    /// own state-switch count at that moment.
-    let recentToken = Locked<(token: [Int64], at: UInt64, switches: Int)?>(nil)
-    /// State switches made through this object; a change made here invalidates the cached token at once.
-    let stateSwitches = Locked(0)
+    /// For ``changeToken()``, under one lock (it is asked on every request, from every thread): state switches
+    /// made through this object (one made here invalidates the cached token at once), and the last token, when
+    /// it was computed (monotonic nanoseconds) and the switch count at that moment.
+    let tokenCache = Locked<(switches: Int, recent: (token: [Int64], at: UInt64, switches: Int)?)>((0, nil))
     /// The built-in packages served, by id.
     let builtIns: [PackageID: BuiltInPackage]
     /// Built-in bundles that were not accepted, and why.
@@ -406,7 +405,7 @@ public final class PackageStore: Sendable {
 
     func writeState(_ state: PackageState, for id: PackageID) throws(StoreError) {
         try FileSystem.makeDirectories(layout.package(id))
-        defer { stateSwitches.withLock { $0 += 1 } }
+        defer { tokenCache.withLock { $0.switches += 1 } }
         try FileSystem.writeAtomically(state.canonicalBytes, to: layout.state(id)) { FaultInjection.checkpoint("switch") }
     }
 
