@@ -74,6 +74,22 @@ struct ServerTests {
         await fixture.stop()
     }
 
+    @Test("the request log shows each URL absolute, credentials and body-channel values redacted, the rest as sent")
+    func requestLogRedacts() async throws {
+        let fixture = try await ServerFixture()
+        let client = try RawClient(port: fixture.port)
+        client.send("GET /app.js?v=1&access_token=abc&POST_DATA=x%3D1 HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        client.send("GET http://user:pw@m.shop.example/index.html?page=2 HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")
+        let statuses = await client.responses(2).map(\.status)
+        #expect(statuses.count == 2, "\(statuses)")
+        let urls = fixture.server.responder.log.recent.map(\.url)
+        #expect(urls == [
+            "http://[redacted]@m.shop.example/index.html?page=2",
+            "http://m.shop.example/app.js?v=1&access_token=[redacted]&POST_DATA=[redacted]",
+        ])
+        await fixture.stop()
+    }
+
     @Test("origin mode with Host, keep-alive for several requests, and pipelining in order")
     func keepAliveAndPipelining() async throws {
         let fixture = try await ServerFixture()
