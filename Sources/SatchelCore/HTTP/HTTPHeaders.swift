@@ -25,7 +25,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Every value of `name`, in order.
     public func values(_ name: String) -> [String] {
-        fields.filter { Self.equalNames($0.name, name) }.map(\.value)
+        // One array, and none when nothing matches (the usual answer, asked on every request).
+        var values: [String] = []
+        for field in fields where Self.equalNames(field.name, name) { values.append(field.value) }
+        return values
     }
 
     public func contains(_ name: String) -> Bool { self[name] != nil }
@@ -53,6 +56,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// ASCII case-insensitive comparison without allocating.
     @inlinable
     public static func equalNames(_ a: String, _ b: String) -> Bool {
+        // Most names compared differ in length (O(1) for native strings): no byte is looked at then.
+        guard a.utf8.count == b.utf8.count else { return false }
         var left = a.utf8.makeIterator()
         var right = b.utf8.makeIterator()
         while true {
