@@ -80,10 +80,19 @@ public enum HopByHop {
     /// was: same order, repeated fields as separate lines, values untouched. Runs for every forwarded request and
     /// response, so it compares names in place rather than lower-casing copies.
     public static func removing(from headers: HTTPHeaders, also extra: [String] = []) -> HTTPHeaders {
+        removing(fromFields: headers.fields, also: extra)
+    }
+
+    /// The same for fields in another type (NIO's, as a response arrives): copied once, without the removed ones.
+    /// Inlinable, so the caller's module specializes it for its collection (unspecialized, every field would
+    /// go through protocol witnesses).
+    @inlinable
+    public static func removing<Fields: Collection>(fromFields headers: Fields, also extra: [String] = []) -> HTTPHeaders
+    where Fields.Element == (name: String, value: String) {
         // Fields the Connection header names are hop-by-hop too (rare: most requests have no Connection field).
         var named: [String] = []
-        for value in headers.values("Connection") {
-            for token in value.split(separator: ",") {
+        for field in headers where HTTPHeaders.equalNames(field.name, "Connection") {
+            for token in field.value.split(separator: ",") {
                 let start = token.firstIndex { $0 != " " && $0 != "\t" } ?? token.endIndex
                 let end = token.lastIndex { $0 != " " && $0 != "\t" }.map { token.index(after: $0) } ?? start
                 if start < end { named.append(String(token[start..<end])) }
@@ -110,9 +119,11 @@ public enum HopByHop {
     }
 
     /// A bit per name length (the top bit for every name of 63 bytes or more).
-    private static func lengthBit(_ name: String) -> UInt64 { 1 << UInt64(min(name.utf8.count, 63)) }
+    @usableFromInline
+    static func lengthBit(_ name: String) -> UInt64 { 1 << UInt64(min(name.utf8.count, 63)) }
 
-    private static let lengthMask: UInt64 = fields.reduce(0) { $0 | lengthBit($1) }
+    @usableFromInline
+    static let lengthMask: UInt64 = fields.reduce(0) { $0 | lengthBit($1) }
 }
 
 /// Gives the cookies to send with an upstream request (an app's `HTTPCookieStorage` or `WKHTTPCookieStore`).

@@ -70,9 +70,7 @@ struct UpstreamRequest: Sendable {
 enum UpstreamResponse {
     /// The upstream's head as the engine's response: hop-by-hop fields removed, everything else as received.
     static func make(_ head: HTTPResponseHead, exchange: UpstreamExchange, method: HTTPMethod) -> ResourceResponse {
-        var headers = SatchelCore.HTTPHeaders(capacity: head.headers.count)
-        for (name, value) in head.headers { headers.add(name, value) }
-        headers = HopByHop.removing(from: headers)
+        let headers = HopByHop.removing(fromFields: head.headers)
         let status = Int(head.status.code)
         let bodiless = method == .HEAD || status < 200 || status == 204 || status == 304
         let body: ResponseBody = bodiless ? .empty : .stream(BodyStream(reader: exchange, source: exchange))
