@@ -45,11 +45,7 @@ struct ServeTrustRootTests {
     @Test("an https upstream with its own CA is reached with --trust-root and refused (502, TLS) without; a missing file is a usage error")
     func trustRoot() throws {
         try withTemporaryFolder { folder in
-            let certificate = folder + "/cert.pem", key = folder + "/key.pem"
-            _ = try run("/usr/bin/openssl", [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
-                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-            ])
+            let (certificate, key) = try makeLocalhostCertificate(in: folder)
             let origin = try TestOrigin(tls: (certificate, key))
             defer { origin.stop() }
             let common = [

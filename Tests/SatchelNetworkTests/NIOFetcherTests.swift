@@ -279,11 +279,7 @@ extension NIOFetcherTests {
     @Test("https: the certificate is checked against the system's and the given trust roots, by name; an unknown one is a 502")
     func https() async throws {
         try await withTemporaryFolder { folder in
-            let certificate = folder + "/cert.pem", key = folder + "/key.pem"
-            _ = try run("/usr/bin/openssl", [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
-                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-            ])
+            let (certificate, key) = try makeLocalhostCertificate(in: folder)
             let origin = try TestOrigin(tls: (certificate, key))
             defer { origin.stop() }
             let trusting = try NIOFetcher(additionalTrustRoots: [certificate])

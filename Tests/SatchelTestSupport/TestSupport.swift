@@ -106,6 +106,17 @@ public func withSmallFileSystem<T>(at path: String, size: String, _ body: () asy
     return try await body()
 }
 
+/// A self-signed certificate for `localhost` (its own CA) and its key, as PEM files in `folder`: for a
+/// ``TestOrigin`` over https, trusted only where the test says so.
+public func makeLocalhostCertificate(in folder: String) throws -> (certificate: String, key: String) {
+    let certificate = folder + "/cert.pem", key = folder + "/key.pem"
+    _ = try run("/usr/bin/openssl", [
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+    ])
+    return (certificate, key)
+}
+
 /// The local origin (`origin.py` beside this file) for tests of the network fallback: echo, redirects, resets,
 /// garbage, stalls, drips, big and endless bodies, repeated header fields. Started by the test that needs it
 /// and stopped by it; it also stops when its standard input closes, so a test that dies leaves nothing running.
