@@ -102,7 +102,12 @@ public final class SchemeTaskDriver: Sendable {
         var state = SchemeTaskState()
         /// The page sent it with `keepalive` (the hook's marker): a stop ends delivery to WebKit, not the work.
         let keepalive: Bool
-        init(keepalive: Bool) { self.keepalive = keepalive }
+        /// For ``activeTasks``.
+        let url: String
+        init(keepalive: Bool, url: String) {
+            self.keepalive = keepalive
+            self.url = url
+        }
         var work: Task<Void, Never>?
         /// The delivery waiting for the task to take another chunk (resumed with false by a stop).
         var readyWaiter: CheckedContinuation<Bool, Never>?
@@ -130,10 +135,29 @@ public final class SchemeTaskDriver: Sendable {
     /// Tasks started since the driver was made.
     public var startedTaskCount: Int { running.withLock { $0.started } }
 
+    /// The tasks started and not yet ended, each as its phase and URL (`awaiting response https://…`), sorted:
+    /// for diagnosing a page whose loads never end. Call on the executor.
+    public var activeTasks: [String] {
+        assert(executor.isCurrent, "SchemeTaskDriver.activeTasks must be read on its executor")
+        return running.withLock { book in
+            book.tasks.values.map { task in
+                let phase = switch task.state.state {
+                case .awaitingResponse: "awaiting response"
+                case .streaming: "streaming"
+                case .completed: "completed"
+                case .stopped: "stopped"
+                }
+                return "\(phase) \(task.url)"
+            }.sorted()
+        }
+    }
+
     /// Starts answering `task`, known as `id` (default: the task object itself) until it ends or ``stop(_:)``.
     /// Call on the executor (WebKit's start callback).
     public func start(_ task: any SchemeTask, id: ObjectIdentifier? = nil) {
-        let running = Running(keepalive: pipeline.engine.configuration.bodyChannels.map { task.request.headers.contains($0.keepaliveHeader) } ?? false)
+        let running = Running(
+            keepalive: pipeline.engine.configuration.bodyChannels.map { task.request.headers.contains($0.keepaliveHeader) } ?? false,
+            url: task.request.url)
         let key = id ?? ObjectIdentifier(task)
         self.running.withLock {
             $0.tasks[key] = running

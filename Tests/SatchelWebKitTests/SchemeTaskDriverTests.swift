@@ -225,6 +225,7 @@ struct SchemeTaskDriverTests {
                 #expect(task.chunks == expected)
             }
             #expect(driver.activeTaskCount == 1)
+            #expect(queue.sync { driver.activeTasks } == ["streaming satchel://app.example/large.bin"], "a task left active is named by phase and URL")
             queue.async { driver.stop(task) }
             for _ in 0..<500 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
             #expect(driver.activeTaskCount == 0)

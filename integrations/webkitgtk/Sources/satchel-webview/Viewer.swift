@@ -18,7 +18,7 @@ struct SatchelWebview: ParsableCommand {
             Other URLs load normally. With --script, --screenshot or --timing it exits when done (0, or 1 when the load, the \
             script, the screenshot or the timing failed or --timeout passed); otherwise the window stays open. It needs a \
             display: use `xvfb-run -a satchel-webview …` headless. --json prints one object: url, title, result, screenshot, \
-            error, loadMs, tasks {started, active}, and with --timing, timing {timeOriginMs, responseStartMs, \
+            error, loadMs, tasks {started, active, stillActive (phase and URL of up to 20 unfinished tasks)}, and with --timing, timing {timeOriginMs, responseStartMs, \
             domContentLoadedMs, loadEventMs, firstPaintMs, firstContentfulPaintMs, resources}.
             """)
 

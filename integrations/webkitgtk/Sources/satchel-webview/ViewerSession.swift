@@ -185,7 +185,11 @@ final class ViewerSession: @unchecked Sendable {
         if report["result"] == nil { report["result"] = NSNull() }
         if report["screenshot"] == nil { report["screenshot"] = NSNull() }
         report["error"] = errors.isEmpty ? NSNull() : errors.joined(separator: "; ")
-        report["tasks"] = ["started": satchel.driver.startedTaskCount, "active": satchel.driver.activeTaskCount]
+        // The tasks still active name their phase and URL: a page whose loads never end says which.
+        report["tasks"] = [
+            "started": satchel.driver.startedTaskCount, "active": satchel.driver.activeTaskCount,
+            "stillActive": Array(satchel.driver.activeTasks.prefix(20)),
+        ] as [String: Any]
         if json {
             let data = (try? JSONSerialization.data(withJSONObject: report, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
             FileHandle.standardOutput.write(data + Data("\n".utf8))
