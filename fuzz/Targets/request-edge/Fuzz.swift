@@ -28,7 +28,7 @@ final class Fixture: Sendable {
         let engine = try! ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
         var configuration = ServerConfiguration(port: 0, defaultHost: "m.shop.example", injectHook: true, threads: 1, accessLog: false)
         configuration.limits.readTimeout = .seconds(2)
-        server = LocalServer(store: store, engine: engine, policy: NetworkPolicy(allowedHosts: []), configuration: configuration)
+        server = try! LocalServer(store: store, engine: engine, policy: NetworkPolicy(allowedHosts: []), configuration: configuration)
         let started = DispatchSemaphore(value: 0)
         // The semaphore orders the write before the read.
         final class Port: @unchecked Sendable { var value = 0 }
