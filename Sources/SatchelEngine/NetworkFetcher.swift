@@ -98,18 +98,13 @@ public enum HopByHop {
                 if start < end { named.append(String(token[start..<end])) }
             }
         }
-        // Most fields cannot be hop-by-hop by their length alone (none of the listed names is 4, 12, 13 or 14
-        // bytes long, the lengths of Date, Content-Type, Last-Modified, Content-Length): only names of a length some
-        // removed name has are compared.
-        var lengths = lengthMask
-        for name in extra { lengths |= Self.lengthBit(name) }
-        for name in named { lengths |= Self.lengthBit(name) }
+        // Names of different lengths are told apart without reading a byte (``HTTPHeaders/equalNames(_:_:)``), so
+        // comparing every field with every removed name costs a length check for nearly all of them.
         var kept = HTTPHeaders(capacity: headers.count)
         for field in headers {
             let name = field.name
-            if lengths & Self.lengthBit(name) != 0,
-                fields.contains(where: { HTTPHeaders.equalNames($0, name) }) || extra.contains(where: { HTTPHeaders.equalNames($0, name) })
-                    || named.contains(where: { HTTPHeaders.equalNames($0, name) })
+            if fields.contains(where: { HTTPHeaders.equalNames($0, name) }) || extra.contains(where: { HTTPHeaders.equalNames($0, name) })
+                || named.contains(where: { HTTPHeaders.equalNames($0, name) })
             {
                 continue
             }
@@ -117,13 +112,6 @@ public enum HopByHop {
         }
         return kept
     }
-
-    /// A bit per name length (the top bit for every name of 63 bytes or more).
-    @usableFromInline
-    static func lengthBit(_ name: String) -> UInt64 { 1 << UInt64(min(name.utf8.count, 63)) }
-
-    @usableFromInline
-    static let lengthMask: UInt64 = fields.reduce(0) { $0 | lengthBit($1) }
 }
 
 /// Gives the cookies to send with an upstream request (an app's `HTTPCookieStorage` or `WKHTTPCookieStore`).
