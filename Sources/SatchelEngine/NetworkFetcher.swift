@@ -29,17 +29,20 @@ public struct FetchTimeouts: Sendable, Equatable {
 }
 
 /// Why the network could not answer. Each maps to the status the page sees: 502 (refused, reset, TLS, a
-/// response that is not HTTP), 504 (timeout), 403 (a host that is not allow-listed).
+/// response that is not HTTP), 504 (timeout), 403 (a host that is not allow-listed), 400 (a request that cannot
+/// go on the wire as it is: a field, method or target that would end early and change what the origin reads).
 public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     case hostNotAllowed(String)
     case connectionFailed(String)
     case badResponse(String)
     case timedOut(String)
     case unsupportedURL(String)
+    case invalidRequest(String)
 
     public var status: Int {
         switch self {
         case .hostNotAllowed: 403
+        case .invalidRequest: 400
         case .timedOut: 504
         case .connectionFailed, .badResponse, .unsupportedURL: 502
         }
@@ -52,6 +55,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badResponse(let why): "upstream sent a bad response: \(why)"
         case .timedOut(let why): "upstream timed out: \(why)"
         case .unsupportedURL(let url): "cannot fetch \(url)"
+        case .invalidRequest(let why): "cannot send the request upstream: \(why)"
         }
     }
 
@@ -59,7 +63,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     public var reason: String {
         switch self {
         case .hostNotAllowed(let host): "\(host) is not on the allow-list"
-        case .connectionFailed(let why), .badResponse(let why), .timedOut(let why): why
+        case .connectionFailed(let why), .badResponse(let why), .timedOut(let why), .invalidRequest(let why): why
         case .unsupportedURL(let url): "unsupported URL \(url)"
         }
     }

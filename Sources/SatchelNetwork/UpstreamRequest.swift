@@ -36,9 +36,13 @@ struct UpstreamRequest: Sendable {
         }
     }
 
-    /// - Throws: ``FetchError/unsupportedURL(_:)`` for anything but an absolute http(s) URL.
+    /// - Throws: ``FetchError/unsupportedURL(_:)`` for anything but an absolute http(s) URL;
+    ///   ``FetchError/invalidRequest(_:)`` for what cannot go on the wire as it is (``RequestSyntax``). NIO's
+    ///   encoder would refuse those too, but as a failed write that reads like the origin's fault ("did not
+    ///   answer in HTTP"), after a connection was opened for nothing.
     init(_ request: ResourceRequest, allocator: ByteBufferAllocator) throws(FetchError) {
         guard let url = RequestURL(request.url), url.scheme == "http" || url.scheme == "https" else { throw .unsupportedURL(request.url) }
+        try RequestSyntax.check(request, url: url)
         let tls = url.scheme == "https"
         let defaultPort = tls ? 443 : 80
         let bracketed = url.host.hasPrefix("[")
@@ -63,6 +67,42 @@ struct UpstreamRequest: Sendable {
         let target = url.query.map { url.rawPath + "?" + $0 } ?? url.rawPath
         head = HTTPRequestHead(version: .http1_1, method: method, uri: target, headers: headers)
         self.url = request.url
+    }
+}
+
+/// What may go where in a request's head (RFC 9110 §5.1, §5.5, §9.1; RFC 9112 §3): a method or field name
+/// that is not a token, a value with CR, LF or NUL, or a path or query with a space or control would end its
+/// part of the head early, and the origin would read the rest as other fields, or as a request of its own.
+enum RequestSyntax {
+    static func check(_ request: ResourceRequest, url: RequestURL) throws(FetchError) {
+        func refuse(_ why: String) -> FetchError { .invalidRequest("\(request.url): \(why)") }
+        guard isToken(request.method) else { throw refuse("the method \(request.method.debugDescription) is not a token") }
+        guard isTargetPart(url.rawPath) else { throw refuse("the path has a space or a control character") }
+        if let query = url.query, !isTargetPart(query) { throw refuse("the query has a space or a control character") }
+        for field in request.headers {
+            guard isToken(field.name) else { throw refuse("the field name \(field.name.debugDescription) is not a token") }
+            guard isValue(field.value) else { throw refuse("the value of \(field.name) has a CR, LF or NUL") }
+        }
+    }
+
+    /// `tchar` (RFC 9110 §5.6.2).
+    static func isToken(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+            default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
+        }
+    }
+
+    /// Anything but CR, LF and NUL: obs-text and other controls pass, as browsers and NIO's own validator let
+    /// them; the origin judges those.
+    static func isValue(_ text: String) -> Bool {
+        !text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
+    }
+
+    static func isTargetPart(_ text: String) -> Bool {
+        !text.utf8.contains { $0 <= 0x20 || $0 == 0x7F }
     }
 }
 

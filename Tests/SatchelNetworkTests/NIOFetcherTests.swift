@@ -57,6 +57,38 @@ struct NIOFetcherTests {
         }
     }
 
+    @Test("a request that cannot be written as it is fails at once as the request's fault (400, naming the field), and nothing reaches the origin")
+    func unwritableRequests() async throws {
+        try await withOrigin { origin in
+            // (what is wrong, the request, what the message must name)
+            let cases: [(String, ResourceRequest, String)] = [
+                ("CR LF in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\r\nX-Injected: 1")])), "X-Note"),
+                ("LF in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\nX-Injected: 1")])), "X-Note"),
+                ("NUL in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\u{0}b")])), "X-Note"),
+                ("a name that is not a token", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X Note", "a")])), "X Note"),
+                ("a method that is not a token", ResourceRequest(method: "GET /x", url: origin.base + "/echo"), "method"),
+                ("a space in the path", ResourceRequest(url: origin.base + "/echo two"), "path"),
+                ("a space in the query", ResourceRequest(url: origin.base + "/echo?a=b c"), "query"),
+            ]
+            for (name, request, named) in cases {
+                let started = ContinuousClock.now
+                do {
+                    let response = try await fetcher.fetch(request, timeouts: FetchTimeouts(responseHead: .seconds(5)))
+                    Issue.record("\(name): answered \(response.status) \(try await text(response))")
+                } catch let error as FetchError {
+                    // The origin did nothing wrong: a message blaming it ("upstream sent a bad response") sends the
+                    // page's developer to the wrong server.
+                    guard case .invalidRequest = error else { Issue.record("\(name): \(error)"); continue }
+                    #expect(error.status == 400)
+                    #expect(error.description.contains("/echo"), "\(name): names the URL: \(error)")
+                    #expect(error.description.contains(named), "\(name): names what is wrong: \(error)")
+                }
+                #expect(ContinuousClock.now - started < .seconds(2), "\(name): fails at once")
+            }
+            #expect(try origin.events().filter { $0.hasPrefix("seen:") } == [], "nothing reached the origin")
+        }
+    }
+
     @Test("the head timeout bounds the wait for the head only: a late head times out, a body dripping for longer than it arrives whole")
     func headTimeoutNeverCutsABody() async throws {
         try await withOrigin { origin in
