@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import SatchelEngine
 
 /// One HTTP/1.1 connection to an upstream origin, after NIO's request encoder and response decoder. It carries
 /// one exchange at a time and goes back to its pool between them. It reads its socket only when asked
@@ -19,6 +20,11 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
         /// Carrying an exchange. `answered`: a byte of the response has arrived; `sent`: the whole request has
         /// been written; `keepAlive`: the response allows reuse (known from its head).
         case busy(UpstreamExchange, answered: Bool, sent: Bool, keepAlive: Bool)
+        /// The response ended and allows reuse; parked once the socket read that brought its end is decoded to
+        /// the last byte. Bytes behind the end (a body sent to a HEAD, more than the Content-Length said) then
+        /// fail the decoder and close the connection, instead of being read as the answer to the next request,
+        /// which the exchange's consumer may send from the end's own call stack (a pipelining client).
+        case ending
         case closed
     }
 
@@ -98,6 +104,12 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         switch unwrapInboundIn(data) {
+        case .head(let head) where head.status == .switchingProtocols:
+            // Never asked for (Upgrade is hop-by-hop, so no request carries it): the connection now speaks
+            // something else, and NIO's decoder has stopped parsing it.
+            state = .closed
+            context.close(promise: nil)
+            exchange.connectionLost(FetchError.badResponse("\(exchange.url) answered 101 Switching Protocols, an upgrade it was not asked for"), beforeAnswer: false, reused: reused)
         case .head(let head):
             keepAlive = head.isKeepAlive
             state = .busy(exchange, answered: true, sent: sent, keepAlive: keepAlive)
@@ -107,13 +119,8 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             // Reused only when the origin said it may be and the whole request went out (an origin may answer
             // early, say with a 413, before reading the rest of an upload).
-            // Parked before the exchange hears of the end: its consumer, called from there, may send the next
-            // request to this origin on this very connection.
             if keepAlive && sent && context.channel.isActive {
-                state = .idle(since: .now())
-                reused = true
-                pool?.park(self)
-                context.read()
+                state = .ending
             } else {
                 state = .closed
                 context.close(promise: nil)
@@ -123,6 +130,13 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if case .ending = state {
+            state = .idle(since: .now())
+            reused = true
+            pool?.park(self)
+            context.read()
+            return
+        }
         guard case .busy(let exchange, _, _, _) = state else { return }
         // The exchange's consumer may run from here (and cancel, which closes this connection).
         exchange.readCompleted()
@@ -137,7 +151,7 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
             exchange.connectionLost(ChannelError.eof, beforeAnswer: !answered, reused: reused)
         case .idle:
             pool?.remove(self)
-        case .closed:
+        case .ending, .closed:
             break
         }
         context.fireChannelInactive()

@@ -37,9 +37,8 @@ struct UpstreamRequest: Sendable {
     }
 
     /// - Throws: ``FetchError/unsupportedURL(_:)`` for anything but an absolute http(s) URL;
-    ///   ``FetchError/invalidRequest(_:)`` for what cannot go on the wire as it is (``RequestSyntax``). NIO's
-    ///   encoder would refuse those too, but as a failed write that reads like the origin's fault ("did not
-    ///   answer in HTTP"), after a connection was opened for nothing.
+    ///   ``FetchError/invalidRequest(_:)`` for what cannot go on the wire as it is (``RequestSyntax``), before
+    ///   any connection is opened.
     init(_ request: ResourceRequest, allocator: ByteBufferAllocator) throws(FetchError) {
         guard let url = RequestURL(request.url), url.scheme == "http" || url.scheme == "https" else { throw .unsupportedURL(request.url) }
         try RequestSyntax.check(request, url: url)
@@ -71,17 +70,24 @@ struct UpstreamRequest: Sendable {
 }
 
 /// What may go where in a request's head (RFC 9110 §5.1, §5.5, §9.1; RFC 9112 §3): a method or field name
-/// that is not a token, a value with CR, LF or NUL, or a path or query with a space or control would end its
-/// part of the head early, and the origin would read the rest as other fields, or as a request of its own.
+/// that is not a token, a value with a control character, or a path or query with a space or control would end
+/// its part of the head early (or be refused by NIO's encoder as a failed write that reads like the origin's
+/// fault), and the origin would read the rest as other fields, or as a request of its own. Two methods are not
+/// fetched with a body or at all: a TRACE has no body (RFC 9110 §9.3.8), and NIO's encoder drops its length but
+/// writes the body anyway, which the origin would read as a second request; a CONNECT asks for a tunnel, which a
+/// fetch does not make (the server opens tunnels itself).
 enum RequestSyntax {
     static func check(_ request: ResourceRequest, url: RequestURL) throws(FetchError) {
         func refuse(_ why: String) -> FetchError { .invalidRequest("\(request.url): \(why)") }
         guard isToken(request.method) else { throw refuse("the method \(request.method.debugDescription) is not a token") }
+        let method = request.method.uppercased()
+        if method == "TRACE", !(request.body ?? []).isEmpty { throw refuse("a TRACE request has no body") }
+        if method == "CONNECT" { throw refuse("CONNECT asks for a tunnel, which is not fetched") }
         guard isTargetPart(url.rawPath) else { throw refuse("the path has a space or a control character") }
         if let query = url.query, !isTargetPart(query) { throw refuse("the query has a space or a control character") }
         for field in request.headers {
             guard isToken(field.name) else { throw refuse("the field name \(field.name.debugDescription) is not a token") }
-            guard isValue(field.value) else { throw refuse("the value of \(field.name) has a CR, LF or NUL") }
+            guard isValue(field.value) else { throw refuse("the value of \(field.name) has a control character") }
         }
     }
 
@@ -95,10 +101,9 @@ enum RequestSyntax {
         }
     }
 
-    /// Anything but CR, LF and NUL: obs-text and other controls pass, as browsers and NIO's own validator let
-    /// them; the origin judges those.
+    /// Visible characters, spaces and tabs, and bytes past ASCII (obs-text: UTF-8 passes as it came).
     static func isValue(_ text: String) -> Bool {
-        !text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
+        text.utf8.allSatisfy { $0 >= 0x20 ? $0 != 0x7F : $0 == 0x09 }
     }
 
     static func isTargetPart(_ text: String) -> Bool {

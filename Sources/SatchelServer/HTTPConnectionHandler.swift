@@ -358,6 +358,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             return false
         }
         switch result {
+        case .success(let part?) where part.readableBytes == 0:
+            // Nothing to write; in a chunked body, an empty chunk would be its last-chunk and end it early.
+            return true
         case .success(let part?):
             if forwarding.framing == .chunked {
                 // Size line, the part itself (not copied), CRLF: one writev.

@@ -69,6 +69,13 @@ struct NIOFetcherTests {
                 ("a method that is not a token", ResourceRequest(method: "GET /x", url: origin.base + "/echo"), "method"),
                 ("a space in the path", ResourceRequest(url: origin.base + "/echo two"), "path"),
                 ("a space in the query", ResourceRequest(url: origin.base + "/echo?a=b c"), "query"),
+                ("a control character in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\u{1}b")])), "X-Note"),
+                ("DEL in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\u{7F}b")])), "X-Note"),
+                ("ESC in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "\u{1B}[0m")])), "X-Note"),
+                // NIO's encoder drops the length of a TRACE and writes its body anyway: the origin would read the
+                // body as a request of its own (past the allow-list), and its answer could reach another client.
+                ("a TRACE with a body", ResourceRequest(method: "TRACE", url: origin.base + "/echo", body: Array("GET /smuggled HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n".utf8)), "TRACE"),
+                ("CONNECT", ResourceRequest(method: "CONNECT", url: origin.base + "/echo"), "CONNECT"),
             ]
             for (name, request, named) in cases {
                 let started = ContinuousClock.now
@@ -86,6 +93,37 @@ struct NIOFetcherTests {
                 #expect(ContinuousClock.now - started < .seconds(2), "\(name): fails at once")
             }
             #expect(try origin.events().filter { $0.hasPrefix("seen:") } == [], "nothing reached the origin")
+            // What may go: a tab and bytes past ASCII in a value, a TRACE without a body.
+            let fine = try await fetcher.fetch(ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\tb"), ("X-Name", "Zoë")])), timeouts: FetchTimeouts())
+            let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await fine.body.collect()))
+            #expect(echo.headers.first { $0[0] == "X-Note" }?[1] == "a\tb")
+            #expect(echo.headers.contains { $0[0] == "X-Name" })
+            let trace = try await fetcher.fetch(ResourceRequest(method: "TRACE", url: origin.base + "/echo"), timeouts: FetchTimeouts())
+            #expect(trace.status == 200)
+            _ = try await trace.body.collect()
+        }
+    }
+
+    @Test("an upgrade nobody asked for (101) is a 502 naming it, and its connection is never reused")
+    func unaskedUpgrade() async throws {
+        try await withOrigin { origin in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            do {
+                let response = try await fetch(origin.base + "/upgrade", on: loop)
+                Issue.record("a 101 was passed on as an answer: \(response.status)")
+            } catch let error as FetchError {
+                guard case .badResponse = error else { Issue.record("\(error)"); return }
+                #expect(error.description.contains("101"), "\(error)")
+            }
+            #expect(try await fetcher.idleConnections(on: loop).get() == 0)
+            // NIO's decoder stops parsing after a 101: a request on that connection would wait for its head timeout.
+            let started = ContinuousClock.now
+            let next = try await NIOFetcher.withPreferredEventLoop(loop) {
+                try await fetcher.fetch(ResourceRequest(url: origin.base + "/conn"), timeouts: FetchTimeouts(responseHead: .seconds(5)))
+            }
+            #expect(next.status == 200)
+            _ = try await next.body.collect()
+            #expect(ContinuousClock.now - started < .seconds(2))
         }
     }
 

@@ -21,6 +21,38 @@ struct NetworkPathTests {
         return try await ServerFixture(configuration: configuration, routes: routes)
     }
 
+    @Test("bytes an origin sends past a response's end (a body to a HEAD) never become the answer to the next, pipelined request")
+    func strayBytesAfterAResponse() async throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let fixture = try await proxying(to: origin)
+        let client = try RawClient(port: fixture.port)
+        // The GET is sent upstream as the HEAD's answer ends, on the connection that answer came on, while the
+        // stray bytes behind it are still in the same read.
+        client.send("HEAD http://api.example/headbody HTTP/1.1\r\nHost: api.example\r\n\r\nGET http://api.example/echo HTTP/1.1\r\nHost: api.example\r\n\r\n")
+        let answers = await client.responses(2, heads: [0])
+        #expect(answers.map(\.status) == [200, 200], "\(answers.map { String(decoding: $0.body, as: UTF8.self) })")
+        #expect(answers.last.map { String(decoding: $0.body, as: UTF8.self).contains("\"/echo\"") } == true)
+        await fixture.stop()
+    }
+
+    @Test("an upgrade the origin was not asked for is a 502 for that request only: the next one on the connection is answered")
+    func unaskedUpgradeThroughServer() async throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let fixture = try await proxying(to: origin)
+        let client = try RawClient(port: fixture.port)
+        client.send("GET http://api.example/upgrade HTTP/1.1\r\nHost: api.example\r\n\r\n")
+        let first = await client.responses(1)
+        #expect(first.map(\.status) == [502])
+        #expect(first.first?.values("X-Satchel-Error").first?.contains("101") == true)
+        let started = ContinuousClock.now
+        client.send("GET http://api.example/echo HTTP/1.1\r\nHost: api.example\r\n\r\n")
+        #expect(await client.responses(1).map(\.status) == [200])
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await fixture.stop()
+    }
+
     @Test("two Set-Cookie fields reach the client as two lines; Content-Length is kept; nothing is added to the request")
     func headersAsSent() async throws {
         let origin = try TestOrigin()

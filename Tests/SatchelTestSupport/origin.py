@@ -16,6 +16,8 @@
   /once      answers the first request on a connection; a later one on the same connection is read, then the
              connection closes unanswered (an origin that timed the idle connection out as the request came)
   /bye       answers (keep-alive), then closes the idle connection 200 ms later
+  /upgrade   101 Switching Protocols nobody asked for, then serves the connection on as HTTP
+  /headbody  200 with Content-Length 5 and the 5 bytes, also to a HEAD (a body where none may be)
 With `--tls CERT KEY` it speaks https. It stops when its standard input closes, so a test that dies cannot
 leave it running."""
 import base64, http.server, json, socket, socketserver, ssl, struct, sys, threading, time
@@ -147,12 +149,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             connection = self.connection
             threading.Timer(0.2, lambda: connection.shutdown(socket.SHUT_RDWR)).start()
+        elif path == "/upgrade":
+            self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x-unasked\r\nConnection: Upgrade\r\n\r\n")
+            self.wfile.flush()
+        elif path == "/headbody":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+            self.wfile.flush()
         elif path == "/events":
             self.send(200, json.dumps(events).encode())
         else:
             self.send(404, b"not found", "text/plain")
 
-    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = handle_any
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_TRACE = do_OPTIONS = handle_any
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
