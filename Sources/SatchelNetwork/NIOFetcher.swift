@@ -103,30 +103,37 @@ public final class NIOFetcher: NetworkFetcher {
     public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         let loop = Self.preferredEventLoop ?? group.next()
         let prepared = try UpstreamRequest(request, allocator: ByteBufferAllocator())
-        let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts)
-        let response = exchange.takeResponse()
+        let response = loop.makePromise(of: ResourceResponse.self)
+        let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts) {
+            response.completeWith($0)
+        }
         loop.execute { exchange.start() }
         return try await withTaskCancellationHandler {
-            try await response.get()
+            try await response.futureResult.get()
         } onCancel: {
             exchange.cancel()
         }
     }
 
     /// The same fetch without leaving the event loop: for a caller already on `eventLoop` (the server answering
-    /// a miss), the response arrives as a future on that loop, with no task and no thread hop. The exchange is
-    /// returned too, so the caller can cancel it (its client went away before the head came); nil when the
-    /// request could not be made (the future has failed).
-    public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts, on eventLoop: any EventLoop) -> (UpstreamExchange?, EventLoopFuture<ResourceResponse>) {
+    /// a miss), `completion` is called on that loop, with no task, thread hop or future in between; it may be
+    /// called before this returns (a request that cannot be made, a connection refused at once). The exchange
+    /// is returned so the caller can cancel it (its client went away before the head came); nil when the
+    /// request could not be made.
+    @discardableResult
+    public func fetch(
+        _ request: ResourceRequest, timeouts: FetchTimeouts, on eventLoop: any EventLoop,
+        completion: @escaping (Result<ResourceResponse, any Error>) -> Void
+    ) -> UpstreamExchange? {
         eventLoop.preconditionInEventLoop()
         let prepared: UpstreamRequest
         do { prepared = try UpstreamRequest(request, allocator: ByteBufferAllocator()) } catch {
-            return (nil, eventLoop.makeFailedFuture(error))
+            completion(.failure(error))
+            return nil
         }
-        let exchange = UpstreamExchange(eventLoop: eventLoop, request: prepared, pool: pools.pool(for: eventLoop), timeouts: timeouts)
-        let response = exchange.takeResponse()
+        let exchange = UpstreamExchange(eventLoop: eventLoop, request: prepared, pool: pools.pool(for: eventLoop), timeouts: timeouts, onResponse: completion)
         exchange.start()
-        return (exchange, response)
+        return exchange
     }
 
     /// Idle connections kept on `eventLoop` (for tests and the status of a running server).

@@ -29,9 +29,11 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     private let pool: UpstreamConnectionPool
     private var connection: UpstreamConnection?
     private var body = UpstreamBodyState<ByteBuffer, EventLoopPromise<ByteBuffer?>, NIODeadline>()
-    /// Let go of once settled: the response's body holds this exchange, so keeping the promise (and through its
-    /// future the response) would keep both alive for ever, and a body nobody reads would never be cancelled.
-    private var responsePromise: EventLoopPromise<ResourceResponse>?
+    /// Told the response (or why there is none) once, on ``eventLoop``; let go of then: the response's body
+    /// holds this exchange, so keeping what the consumer gave (and through it the response) would keep both alive
+    /// for ever, and a body nobody reads would never be cancelled. A callback, not a promise: a miss is a
+    /// proxy's hot path, and the consumer (the server) completes its own promise from it.
+    private var onResponse: ((Result<ResourceResponse, any Error>) -> Void)?
     private var headState = HeadState.waiting
     private var headTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
@@ -47,22 +49,19 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
         case handedOver
     }
 
-    /// The response, made when its head is handed over (its body is this exchange's); fails with a
-    /// ``FetchError`` (or `CancellationError`). Take it before ``start()``: once settled, the exchange no longer
-    /// holds it.
-    func takeResponse() -> EventLoopFuture<ResourceResponse> {
-        precondition(responsePromise != nil, "the response of an exchange is taken before the exchange starts")
-        return responsePromise!.futureResult
-    }
-
     var url: String { request.url }
 
-    init(eventLoop: any EventLoop, request: UpstreamRequest, pool: UpstreamConnectionPool, timeouts: FetchTimeouts) {
+    /// - Parameter onResponse: called once on `eventLoop` with the response, made when its head is handed over
+    ///   (its body is this exchange's), or with a ``FetchError`` (or `CancellationError`); never from ``init``.
+    init(
+        eventLoop: any EventLoop, request: UpstreamRequest, pool: UpstreamConnectionPool, timeouts: FetchTimeouts,
+        onResponse: @escaping (Result<ResourceResponse, any Error>) -> Void
+    ) {
         self.eventLoop = eventLoop
         self.request = request
         self.pool = pool
         self.timeouts = timeouts
-        responsePromise = eventLoop.makePromise()
+        self.onResponse = onResponse
     }
 
     /// Starts the request. Call on ``eventLoop``.
@@ -215,9 +214,9 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     private func handOverHead() {
         guard case .received(let head) = headState else { return }
         headState = .handedOver
-        let promise = responsePromise
-        responsePromise = nil
-        promise?.succeed(UpstreamResponse.make(head, exchange: self, method: request.head.method))
+        let onResponse = onResponse
+        self.onResponse = nil
+        onResponse?(.success(UpstreamResponse.make(head, exchange: self, method: request.head.method)))
     }
 
     private func perform(_ handOver: UpstreamBodyState<ByteBuffer, EventLoopPromise<ByteBuffer?>, NIODeadline>.HandOver) {
@@ -237,9 +236,9 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
         stopIdleTimer()
         if case .handedOver = headState {} else {
             headState = .handedOver
-            let promise = responsePromise
-            responsePromise = nil
-            promise?.fail(error)
+            let onResponse = onResponse
+            self.onResponse = nil
+            onResponse?(.failure(error))
         }
         perform(body.failed(error))
         connection?.abandon(self)

@@ -26,32 +26,40 @@ enum ResponseEncoding {
     ) -> (BodyFraming, keepAlive: Bool) {
         let status = response.status
         let bodiless = isHead || status < 200 || status == 204 || status == 304
-        var headers = response.headers
-        // Framing is this connection's business, not the upstream's: its Transfer-Encoding never passes through.
-        headers.remove("Transfer-Encoding")
+        // The response's own fields are read in place (copying them to add or drop one is most of a small
+        // answer's cost): framing is this connection's business, so `Transfer-Encoding` and `Connection` are
+        // skipped as they are written, and the fields this connection adds follow the response's own.
         var keepAlive = keepAlive
         var framing: BodyFraming
+        var lengthField: String?
+        var codingField: StaticString?
         if bodiless {
             framing = .none
-        } else if let length = headers["Content-Length"].flatMap(Int64.init) {
+        } else if let length = response.headers["Content-Length"].flatMap(Int64.init) {
             framing = length == 0 ? .none : .length(length)
         } else if let known = response.body.knownLength {
-            headers.add("Content-Length", String(known))
+            lengthField = String(known)
             framing = known == 0 ? .none : .length(known)
         } else if version.major == 1, version.minor >= 1 {
-            headers.add("Transfer-Encoding", "chunked")
+            codingField = "Transfer-Encoding: chunked\r\n"
             framing = .chunked
         } else {
             framing = .untilClose
             keepAlive = false
         }
-        buffer.writeString("HTTP/\(version.major).\(version.minor) \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n")
-        for field in headers where !HTTPHeaders.equalNames(field.name, "Connection") {
+        writeStatusLine(status, version: version, into: &buffer)
+        for field in response.headers where !HTTPHeaders.equalNames(field.name, "Connection") && !HTTPHeaders.equalNames(field.name, "Transfer-Encoding") {
             buffer.writeString(field.name)
             buffer.writeStaticString(": ")
             buffer.writeString(field.value)
             buffer.writeStaticString("\r\n")
         }
+        if let lengthField {
+            buffer.writeStaticString("Content-Length: ")
+            buffer.writeString(lengthField)
+            buffer.writeStaticString("\r\n")
+        }
+        if let codingField { buffer.writeStaticString(codingField) }
         if !keepAlive {
             buffer.writeStaticString("Connection: close\r\n")
         } else if version.major == 1, version.minor == 0 {
@@ -59,6 +67,20 @@ enum ResponseEncoding {
         }
         buffer.writeStaticString("\r\n")
         return (framing, keepAlive)
+    }
+
+    /// The common status lines are written as they are; the rest are formatted.
+    private static func writeStatusLine(_ status: Int, version: HTTPVersion, into buffer: inout ByteBuffer) {
+        if version.major == 1, version.minor == 1 {
+            switch status {
+            case 200: buffer.writeStaticString("HTTP/1.1 200 OK\r\n"); return
+            case 206: buffer.writeStaticString("HTTP/1.1 206 Partial Content\r\n"); return
+            case 304: buffer.writeStaticString("HTTP/1.1 304 Not Modified\r\n"); return
+            case 404: buffer.writeStaticString("HTTP/1.1 404 Not Found\r\n"); return
+            default: break
+            }
+        }
+        buffer.writeString("HTTP/\(version.major).\(version.minor) \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n")
     }
 
     /// One chunk of a chunked body: `<size hex>\r\n<bytes>\r\n`.

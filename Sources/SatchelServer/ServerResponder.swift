@@ -119,11 +119,11 @@ public final class ServerResponder: Sendable {
             if isHTMLStream(response, outcome) { return nil }
             return .now(finished(response, outcome, channel, request, started: started))
         case .fetch(let fetch):
-            let (exchange, response) = fetcher.fetch(fetch.request, timeouts: fetch.timeouts, on: loop)
             // One promise for the answer, whichever way the fetch ends (a miss is the hot path of a proxy; every
-            // future in the chain costs an allocation and a callback).
+            // future in the chain costs an allocation and a callback). It may be completed before the fetch
+            // returns: the connection handler registers for it only after it has noted the exchange.
             let answer = loop.makePromise(of: ResourceResponse.self)
-            response.whenComplete { result in
+            let exchange = fetcher.fetch(fetch.request, timeouts: fetch.timeouts, on: loop) { result in
                 switch result {
                 case .success(let response):
                     answer.succeed(self.finished(response, .network, fetch.miss.bodyChannel, request, started: started))

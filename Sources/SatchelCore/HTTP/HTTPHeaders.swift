@@ -41,7 +41,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.append((name, value))
     }
 
-    public mutating func remove(_ name: String) { fields.removeAll { Self.equalNames($0.name, name) } }
+    public mutating func remove(_ name: String) {
+        // Looked for first: `removeAll(where:)` makes the array unique (a copy of a shared one) even when nothing
+        // matches, and most removals find nothing.
+        guard fields.contains(where: { Self.equalNames($0.name, name) }) else { return }
+        fields.removeAll { Self.equalNames($0.name, name) }
+    }
 
     public var count: Int { fields.count }
 
