@@ -201,4 +201,19 @@ struct HopByHopTests {
         #expect(kept.map(\.name) == ["Host", "Set-Cookie", "Set-Cookie", "Accept"])
         #expect(kept.values("Set-Cookie") == ["a=1", "b=2"])
     }
+
+    @Test("an upstream override replaces scheme and authority only: path, query and their encoding stay as written")
+    func overrideKeepsTarget() throws {
+        let policy = NetworkPolicy(
+            allowedHosts: [try HostPattern("m.shop.example"), try HostPattern("*.cdn.example")],
+            upstreamOverrides: ["m.shop.example": "http://127.0.0.1:8123/", "img.cdn.example": "https://staging.example:8443"])
+        func target(_ url: String) throws -> String { try policy.upstreamRequestWithoutCookies(for: ResourceRequest(url: url), upstreamURL: url).url }
+        #expect(try target("https://m.shop.example/a/%2e%2e/b?q=%20x&r=é") == "http://127.0.0.1:8123/a/%2e%2e/b?q=%20x&r=é")
+        #expect(try target("https://m.shop.example:444?only=query") == "http://127.0.0.1:8123?only=query")
+        #expect(try target("https://user:pw@m.shop.example") == "http://127.0.0.1:8123")
+        #expect(try target("https://M.Shop.Example/x") == "http://127.0.0.1:8123/x")
+        #expect(try target("https://img.cdn.example/p.png") == "https://staging.example:8443/p.png")
+        #expect(try target("https://other.cdn.example/p.png") == "https://other.cdn.example/p.png", "no override: the URL as it is")
+        #expect(throws: FetchError.self) { try target("https://evil.example/") }
+    }
 }
