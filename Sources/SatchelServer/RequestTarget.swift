@@ -53,10 +53,13 @@ struct RequestTarget: Sendable, Equatable {
     }
 
     init(head: HTTPRequestHead) throws(Problem) {
-        var hostFields: [String] = []
-        for (name, value) in head.headers where SatchelCore.HTTPHeaders.equalNames(name, "Host") { hostFields.append(value) }
-        guard hostFields.count <= 1 else { throw .severalHostFields(hostFields.count) }
-        let hostField = hostFields.first
+        var hostField: String?
+        var hostFields = 0
+        for (name, value) in head.headers where SatchelCore.HTTPHeaders.equalNames(name, "Host") {
+            hostFields += 1
+            hostField = hostField ?? value
+        }
+        guard hostFields <= 1 else { throw .severalHostFields(hostFields) }
         let uri = head.uri
         raw = uri
         let first = uri.utf8.first

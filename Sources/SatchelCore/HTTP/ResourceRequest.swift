@@ -31,52 +31,67 @@ public struct RequestURL: Sendable, Equatable {
     public var query: String?
 
     public init?(_ text: String) {
-        // Works on the UTF-8 view throughout: Character-based scanning (grapheme breaking) costs more than
-        // the rest of a cached request put together.
-        let utf8 = text.utf8
-        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")), colon != utf8.startIndex,
-            utf8[..<colon].allSatisfy(Self.isSchemeByte)
-        else { return nil }
-        var cursor = utf8.index(after: colon)
-        guard utf8[cursor...].starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) else { return nil }
-        cursor = utf8.index(cursor, offsetBy: 2)
-        let authorityEnd = utf8[cursor...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? utf8.endIndex
+        // On the bytes, with integer offsets: Character-based scanning (grapheme breaking) costs more than the rest
+        // of a cached request put together, and the generic UTF-8 view algorithms still go through witnesses.
+        // Every cut is at an ASCII byte, so every part is valid UTF-8 as the text was.
+        var text = text
+        text.makeContiguousUTF8()
+        guard let parsed = text.utf8.withContiguousStorageIfAvailable({ Self.parse($0) }), let parsed else { return nil }
+        self = parsed
+    }
+
+    private init(scheme: String, host: String, port: Int?, rawPath: String, query: String?) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.rawPath = rawPath
+        self.query = query
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> RequestURL? {
+        func text(_ range: Range<Int>) -> String { String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self) }
+        let end = bytes.count
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon != 0, bytes[..<colon].allSatisfy(isSchemeByte) else { return nil }
+        var cursor = colon + 1
+        guard end - cursor >= 2, bytes[cursor] == UInt8(ascii: "/"), bytes[cursor + 1] == UInt8(ascii: "/") else { return nil }
+        cursor += 2
+        var authorityEnd = cursor
+        while authorityEnd < end, bytes[authorityEnd] != UInt8(ascii: "/"), bytes[authorityEnd] != UInt8(ascii: "?"), bytes[authorityEnd] != UInt8(ascii: "#") {
+            authorityEnd += 1
+        }
         var hostStart = cursor
-        if let at = utf8[cursor..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = utf8.index(after: at) }
+        if let at = bytes[cursor..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = at + 1 }
         var hostEnd = authorityEnd
         var port: Int?
-        if hostStart < authorityEnd, utf8[hostStart] == UInt8(ascii: "[") {
+        if hostStart < authorityEnd, bytes[hostStart] == UInt8(ascii: "[") {
             // IPv6 literal: keep the brackets as the host.
-            guard let close = utf8[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else { return nil }
-            hostEnd = utf8.index(after: close)
-            if hostEnd < authorityEnd, utf8[hostEnd] == UInt8(ascii: ":") {
-                port = Int(Substring(utf8[utf8.index(after: hostEnd)..<authorityEnd]))
+            guard let close = bytes[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            hostEnd = close + 1
+            if hostEnd < authorityEnd, bytes[hostEnd] == UInt8(ascii: ":") {
+                port = Int(text(hostEnd + 1..<authorityEnd))
             }
-        } else if let portColon = utf8[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
-            let digits = utf8[utf8.index(after: portColon)..<authorityEnd]
-            if !digits.isEmpty {
-                guard let value = Int(Substring(digits)), (0...65535).contains(value) else { return nil }
+        } else if let portColon = bytes[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
+            if portColon + 1 < authorityEnd {
+                guard let value = Int(text(portColon + 1..<authorityEnd)), (0...65535).contains(value) else { return nil }
                 port = value
             }
             hostEnd = portColon
         }
         guard hostStart < hostEnd else { return nil }
-        var pathEnd = utf8[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? utf8.endIndex
-        var query: Substring?
-        if let question = utf8[authorityEnd..<pathEnd].firstIndex(of: UInt8(ascii: "?")) {
-            query = Substring(utf8[utf8.index(after: question)..<pathEnd])
+        var pathEnd = bytes[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? end
+        var query: String?
+        if let question = bytes[authorityEnd..<pathEnd].firstIndex(of: UInt8(ascii: "?")) {
+            query = text(question + 1..<pathEnd)
             pathEnd = question
         }
-        self.scheme = Self.lowercasedASCII(Substring(utf8[..<colon]))
-        self.host = Self.lowercasedASCII(Substring(utf8[hostStart..<hostEnd]))
-        self.port = port
-        self.rawPath = authorityEnd == pathEnd ? "/" : String(Substring(utf8[authorityEnd..<pathEnd]))
-        self.query = query.map(String.init)
+        return RequestURL(
+            scheme: lowercasedASCII(text(0..<colon)), host: lowercasedASCII(text(hostStart..<hostEnd)), port: port,
+            rawPath: authorityEnd == pathEnd ? "/" : text(authorityEnd..<pathEnd), query: query)
     }
 
     /// Lower-cases only when there is an upper-case letter: hosts almost never have one.
-    private static func lowercasedASCII(_ text: Substring) -> String {
-        text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? text.lowercased() : String(text)
+    private static func lowercasedASCII(_ text: String) -> String {
+        text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? text.lowercased() : text
     }
 
     private static func isSchemeByte(_ byte: UInt8) -> Bool {
