@@ -62,7 +62,8 @@ final class UpstreamConnectionPool: @unchecked Sendable {
                 do {
                     let sync = channel.pipeline.syncOperations
                     if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName)) }
-                    try sync.addHTTPClientHandlers()
+                    // Every field was checked when the request was prepared (``RequestSyntax``).
+                    try sync.addHTTPClientHandlers(enableOutboundHeaderValidation: false)
                     try sync.addHandler(UpstreamConnection(origin: origin, pool: self))
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {

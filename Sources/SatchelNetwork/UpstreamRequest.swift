@@ -69,8 +69,10 @@ struct UpstreamRequest: Sendable {
     }
 }
 
-/// What may go where in a request's head (RFC 9110 §5.1, §5.5, §9.1; RFC 9112 §3): a method or field name
-/// that is not a token, a value with a control character, or a path or query with a space or control would end
+/// What may go where in a request's head (RFC 9110 §5.1, §5.5, §9.1; RFC 9112 §3), checked once here for every
+/// field (NIO's outbound header validator, which would check the same again, is left out of the upstream
+/// pipeline): a method or field name that is not a token, a value with a control character, or a host, path or
+/// query with a space or control would end
 /// its part of the head early (or be refused by NIO's encoder as a failed write that reads like the origin's
 /// fault), and the origin would read the rest as other fields, or as a request of its own. Two methods are not
 /// fetched with a body or at all: a TRACE has no body (RFC 9110 §9.3.8), and NIO's encoder drops its length but
@@ -83,6 +85,8 @@ enum RequestSyntax {
         let method = request.method.uppercased()
         if method == "TRACE", !(request.body ?? []).isEmpty { throw refuse("a TRACE request has no body") }
         if method == "CONNECT" { throw refuse("CONNECT asks for a tunnel, which is not fetched") }
+        // The host goes into the `Host` field as it is (a wildcard allow-list entry lets any first label through).
+        guard isTargetPart(url.host) else { throw refuse("the host has a space or a control character") }
         guard isTargetPart(url.rawPath) else { throw refuse("the path has a space or a control character") }
         if let query = url.query, !isTargetPart(query) { throw refuse("the query has a space or a control character") }
         for field in request.headers {

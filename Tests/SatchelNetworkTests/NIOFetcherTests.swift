@@ -68,6 +68,8 @@ struct NIOFetcherTests {
                 ("a name that is not a token", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X Note", "a")])), "X Note"),
                 ("a method that is not a token", ResourceRequest(method: "GET /x", url: origin.base + "/echo"), "method"),
                 ("a space in the path", ResourceRequest(url: origin.base + "/echo two"), "path"),
+                // The host becomes the Host field as it is: a line break in it would add fields of its own.
+                ("CR LF in the host", ResourceRequest(url: "http://a\r\nX-Injected.example/echo"), "host"),
                 ("a space in the query", ResourceRequest(url: origin.base + "/echo?a=b c"), "query"),
                 ("a control character in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\u{1}b")])), "X-Note"),
                 ("DEL in a value", ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\u{7F}b")])), "X-Note"),
