@@ -30,7 +30,7 @@ import SatchelEngine
 /// buffers (``UpstreamExchange/nextPart()``) without copying them or hopping threads.
 public final class NIOFetcher: NetworkFetcher {
     private let group: any EventLoopGroup
-    private let pools: LoopPools
+    let pools: LoopPools
 
     @TaskLocal static var preferredEventLoop: (any EventLoop)?
 
@@ -145,7 +145,7 @@ public final class NIOFetcher: NetworkFetcher {
 
 /// One pool per event loop, found without a lock for the group's own loops (the server's); a loop from
 /// elsewhere gets its pool made on first use, under a lock.
-private final class LoopPools: Sendable {
+final class LoopPools: Sendable {
     private let known: [ObjectIdentifier: UpstreamConnectionPool]
     private let others: Locked<[ObjectIdentifier: UpstreamConnectionPool]>
     private let settings: UpstreamConnectionPool.Settings

@@ -19,6 +19,8 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     private var idle: [UpstreamOrigin: [UpstreamConnection]] = [:]
     private var sweep: RepeatedTask?
     private var shutDown = false
+    /// The response-head timeouts of this loop's exchanges, on one timer.
+    let headDeadlines: HeadDeadlines
 
     struct Settings: Sendable {
         var connectTimeout: TimeAmount
@@ -33,6 +35,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     init(eventLoop: any EventLoop, settings: Settings) {
         self.eventLoop = eventLoop
         self.settings = settings
+        headDeadlines = HeadDeadlines(eventLoop: eventLoop)
     }
 
     /// An idle connection to `origin`, or nil when there is none.

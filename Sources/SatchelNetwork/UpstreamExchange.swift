@@ -35,7 +35,6 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     /// proxy's hot path, and the consumer (the server) completes its own promise from it.
     private var onResponse: ((Result<ResourceResponse, any Error>) -> Void)?
     private var headState = HeadState.waiting
-    private var headTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
     private var retried = false
     /// Set when the exchange fails; later reports (the connection closing as asked) do not replace the reason.
@@ -69,11 +68,7 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         // Cancelled between the fetch and this moment (the async fetch starts it with a hop to the loop).
         guard failure == nil else { return }
-        let timeout = timeouts.responseHead
-        headTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
-            guard case .waiting = headState else { return }  // the head came in the same loop iteration
-            fail(FetchError.timedOut("no response head from \(url) within \(timeout)"))
-        }
+        pool.headDeadlines.add(self, deadline: .now() + TimeAmount(timeouts.responseHead))
         if let idle = pool.takeIdle(request.origin) {
             connection = idle
             idle.send(request, for: self)
@@ -164,9 +159,14 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     // MARK: The connection's side
 
     func receivedHead(_ head: HTTPResponseHead) {
-        headTimer?.cancel()
-        headTimer = nil
+        pool.headDeadlines.remove(self)
         if case .waiting = headState { headState = .received(head) }
+    }
+
+    /// The response head did not come within ``FetchTimeouts/responseHead`` (``HeadDeadlines``).
+    func headTimedOut() {
+        guard case .waiting = headState else { return }
+        fail(FetchError.timedOut("no response head from \(url) within \(timeouts.responseHead)"))
     }
 
     func receivedPart(_ part: ByteBuffer) {
@@ -231,8 +231,7 @@ public final class UpstreamExchange: BodyReader, @unchecked Sendable {
     private func fail(_ error: any Error) {
         guard failure == nil else { return }
         failure = error
-        headTimer?.cancel()
-        headTimer = nil
+        pool.headDeadlines.remove(self)
         stopIdleTimer()
         if case .handedOver = headState {} else {
             headState = .handedOver

@@ -150,6 +150,42 @@ struct NIOFetcherTests {
         }
     }
 
+    @Test("head deadlines on one loop share a timer: a shorter one added later still fires on time, and each fires at its own")
+    func headDeadlinesOnOneLoop() async throws {
+        try await withOrigin { origin in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            func timed(_ path: String, head: Duration) async -> (Duration, Result<Int, any Error>) {
+                let started = ContinuousClock.now
+                do {
+                    let response = try await NIOFetcher.withPreferredEventLoop(loop) {
+                        try await fetcher.fetch(ResourceRequest(url: origin.base + path), timeouts: FetchTimeouts(responseHead: head, idle: .seconds(5)))
+                    }
+                    return (ContinuousClock.now - started, .success(response.status))
+                } catch {
+                    return (ContinuousClock.now - started, .failure(error))
+                }
+            }
+            // Started in this order: the timer is first armed for 5 s, then must move to 0.8 s, then on to 1.6 s.
+            async let patient = timed("/late?ms=1200", head: .seconds(5))
+            try await Task.sleep(for: .milliseconds(50))
+            async let hasty = timed("/late?ms=4000", head: .milliseconds(800))
+            async let middling = timed("/late?ms=4000", head: .milliseconds(1600))
+            let (patientTime, patientResult) = await patient
+            let (hastyTime, hastyResult) = await hasty
+            let (middlingTime, middlingResult) = await middling
+            #expect(try patientResult.get() == 200, "a head within its timeout arrives")
+            #expect(patientTime >= .milliseconds(1100))
+            for (name, time, result, low, high) in [("0.8 s", hastyTime, hastyResult, 750, 1500), ("1.6 s", middlingTime, middlingResult, 1550, 2700)] {
+                guard case .failure(let error as FetchError) = result, error.status == 504 else {
+                    Issue.record("\(name): expected a 504 timeout, got \(result)")
+                    continue
+                }
+                #expect(time >= .milliseconds(low) && time < .milliseconds(high), "\(name) timed out after \(time)")
+            }
+            #expect(try await loop.submit { fetcher.pools.pool(for: loop).headDeadlines.count }.get() == 0, "nothing left waiting")
+        }
+    }
+
     @Test("the idle timeout counts only time spent waiting for the upstream, never a slow consumer")
     func idleTimeout() async throws {
         try await withOrigin { origin in
