@@ -80,6 +80,23 @@ public enum HopByHop {
         "Transfer-Encoding", "Upgrade",
     ]
 
+    /// ``fields`` by the length of their names, so that a field is compared only with the names as long as its
+    /// own (for most fields, none): this runs for every field of every forwarded request and response.
+    @usableFromInline
+    static let fieldsByLength: [[String]] = {
+        var table = [[String]](repeating: [], count: (fields.map(\.utf8.count).max() ?? 0) + 1)
+        for name in fields { table[name.utf8.count].append(name) }
+        return table
+    }()
+
+    /// Whether `name` is one of ``fields`` (case-insensitively).
+    @inlinable
+    public static func isHopByHop(_ name: String) -> Bool {
+        let length = name.utf8.count
+        let table = fieldsByLength
+        return length < table.count && table[length].contains { HTTPHeaders.equalNames($0, name) }
+    }
+
     /// `headers` without hop-by-hop fields (and without the fields named in `also`), every other field kept as it
     /// was: same order, repeated fields as separate lines, values untouched. Runs for every forwarded request and
     /// response, so it compares names in place rather than lower-casing copies.
@@ -107,7 +124,7 @@ public enum HopByHop {
         var kept = HTTPHeaders(capacity: headers.count)
         for field in headers {
             let name = field.name
-            if fields.contains(where: { HTTPHeaders.equalNames($0, name) }) || extra.contains(where: { HTTPHeaders.equalNames($0, name) })
+            if isHopByHop(name) || extra.contains(where: { HTTPHeaders.equalNames($0, name) })
                 || named.contains(where: { HTTPHeaders.equalNames($0, name) })
             {
                 continue
