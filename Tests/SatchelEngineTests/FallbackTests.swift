@@ -199,6 +199,8 @@ struct HopByHopTests {
             // The rest of the list, and fields as long as listed ones, which stay.
             ("Referer", "r"), ("trailer", "X"), ("Proxy-Connection", "keep-alive"), ("Content-Language", "en"),
             ("Proxy-Authenticate", "Basic"), ("If-Modified-Since", "x"), ("DNT", "1"),
+            // A second Connection field, with empty members (RFC 9110 §5.6.1 allows them) and a trailing comma.
+            ("Connection", ",, keep-alive ,\t, X-Third,"), ("x-third", "3"),
         ])
         let kept = HopByHop.removing(from: headers, also: ["Content-Length"])
         #expect(kept.map(\.name) == ["Host", "Set-Cookie", "Set-Cookie", "Accept", "Referer", "Content-Language", "If-Modified-Since", "DNT"])
