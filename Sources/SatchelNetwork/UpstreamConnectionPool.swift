@@ -40,9 +40,9 @@ final class UpstreamConnectionPool: @unchecked Sendable {
 
     /// An idle connection to `origin`, or nil when there is none.
     func takeIdle(_ origin: UpstreamOrigin) -> UpstreamConnection? {
-        guard var connections = idle[origin], let connection = connections.popLast() else { return nil }
-        idle[origin] = connections.isEmpty ? nil : connections
-        return connection
+        // In place: an array copied out of the dictionary, changed and put back is a copy of the whole list per
+        // request. An origin's array stays when it empties (the next park fills it again).
+        idle[origin]?.popLast()
     }
 
     /// Opens a new connection to `origin` on this loop. Each channel the bootstrap tries (happy eyeballs tries
@@ -79,12 +79,11 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     /// A connection that finished an exchange and may carry another.
     func park(_ connection: UpstreamConnection) {
         guard !shutDown, settings.maxIdlePerOrigin > 0 else { return connection.close() }
-        var connections = idle[connection.origin] ?? []
-        if connections.count >= settings.maxIdlePerOrigin {
-            connections.removeFirst().close()
+        let evicted: UpstreamConnection? = modifyingIdle(connection.origin) { connections in
+            connections.append(connection)
+            return connections.count > settings.maxIdlePerOrigin ? connections.removeFirst() : nil
         }
-        connections.append(connection)
-        idle[connection.origin] = connections
+        evicted?.close()
         if sweep == nil {
             // One timer per loop, not one per parked connection: parking happens once per request.
             let every = min(settings.idleTimeout, .seconds(5))
@@ -94,9 +93,14 @@ final class UpstreamConnectionPool: @unchecked Sendable {
 
     /// A parked connection closed (the origin closed it, or sent something unasked).
     func remove(_ connection: UpstreamConnection) {
-        guard var connections = idle[connection.origin], let index = connections.firstIndex(where: { $0 === connection }) else { return }
-        connections.remove(at: index)
-        idle[connection.origin] = connections.isEmpty ? nil : connections
+        modifyingIdle(connection.origin) { connections in
+            if let index = connections.firstIndex(where: { $0 === connection }) { connections.remove(at: index) }
+        }
+    }
+
+    /// `body` with the idle list of `origin`, changed in place (one lookup, no copy).
+    private func modifyingIdle<T>(_ origin: UpstreamOrigin, _ body: (inout [UpstreamConnection]) -> T) -> T {
+        body(&idle[origin, default: []])
     }
 
     /// Closes every idle connection; connections in use close when their exchange ends.
@@ -117,7 +121,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
             let (expired, kept) = connections.reduce(into: ([UpstreamConnection](), [UpstreamConnection]())) { split, connection in
                 if case .idle(let since) = connection.state, now - since >= settings.idleTimeout { split.0.append(connection) } else { split.1.append(connection) }
             }
-            guard !expired.isEmpty else { continue }
+            guard !expired.isEmpty || connections.isEmpty else { continue }
             idle[origin] = kept.isEmpty ? nil : kept
             for connection in expired { connection.close() }
         }

@@ -362,6 +362,32 @@ extension NIOFetcherTests {
         }
     }
 
+    @Test("at most the configured number of idle connections is kept: the oldest goes, the newest is reused first")
+    func idleCap() async throws {
+        try await withOrigin { origin in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let capped = NIOFetcher(maxIdleConnectionsPerHost: 2)
+            func fetch(_ path: String) async throws -> String {
+                try await text(try await NIOFetcher.withPreferredEventLoop(loop) {
+                    try await capped.fetch(ResourceRequest(url: origin.base + path), timeouts: FetchTimeouts())
+                })
+            }
+            // Three at once need three connections; /conn answers with the client's port after a short wait.
+            async let a = fetch("/conn?ms=300")
+            async let b = fetch("/conn?ms=300")
+            async let c = fetch("/conn?ms=300")
+            let ports = try await [a, b, c]
+            #expect(Set(ports).count == 3)
+            #expect(try await capped.idleConnections(on: loop).get() == 2)
+            // Taken newest first: two requests in a row reuse the same connection, one of the three.
+            let first = try await fetch("/conn")
+            let second = try await fetch("/conn")
+            #expect(first == second && ports.contains(first))
+            #expect(try await capped.idleConnections(on: loop).get() == 2)
+            try await capped.shutdown()
+        }
+    }
+
     @Test("a request the origin drops unanswered on a reused connection is sent again on a new one if idempotent, never if not")
     func staleConnectionRetry() async throws {
         try await withOrigin { origin in

@@ -12,7 +12,7 @@
   /drip?n=N&seconds=S   the head at once, then N bytes spread evenly over S seconds (Content-Length N)
   /late?ms=M the head only after M milliseconds
   /nolength?n=N         N bytes with no Content-Length (the body ends when the connection closes)
-  /conn      the client's port: which connection carried the request
+  /conn[?ms=M]  the client's port: which connection carried the request (after M milliseconds)
   /once      answers the first request on a connection; a later one on the same connection is read, then the
              connection closes unanswered (an origin that timed the idle connection out as the request came)
   /bye       answers (keep-alive), then closes the idle connection 200 ms later
@@ -135,6 +135,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(bytes(range(256)) * (n // 256) + bytes(range(n % 256)))
             self.close_connection = True
         elif path == "/conn":
+            if "ms=" in self.path:
+                time.sleep(int(self.path.split("ms=")[1]) / 1000)
             self.send(200, str(self.client_address[1]).encode(), "text/plain")
         elif path == "/once":
             body = self.body()
