@@ -17,9 +17,9 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
     enum State {
         /// In the pool, since the instant given.
         case idle(since: NIODeadline)
-        /// Carrying an exchange. `answered`: a byte of the response has arrived; `sent`: the whole request has
-        /// been written; `keepAlive`: the response allows reuse (known from its head).
-        case busy(UpstreamExchange, answered: Bool, sent: Bool, keepAlive: Bool)
+        /// Carrying an exchange. `answered`: a byte of the response has arrived; `keepAlive`: the response allows
+        /// reuse (known from its head).
+        case busy(UpstreamExchange, answered: Bool, keepAlive: Bool)
         /// The response ended and allows reuse; parked once the socket read that brought its end is decoded to
         /// the last byte. Bytes behind the end (a body sent to a HEAD, more than the Content-Length said) then
         /// fail the decoder and close the connection, instead of being read as the answer to the next request,
@@ -60,16 +60,10 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
         guard let context, case .idle = state else {
             return exchange.connectionLost(ChannelError.ioOnClosedChannel, beforeAnswer: true, reused: reused)
         }
-        state = .busy(exchange, answered: false, sent: false, keepAlive: false)
+        state = .busy(exchange, answered: false, keepAlive: false)
         context.write(wrapOutboundOut(.head(request.head)), promise: nil)
         if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenSuccess { [self] in
-            if case .busy(let current, let answered, false, let keepAlive) = state, current === exchange {
-                state = .busy(exchange, answered: answered, sent: true, keepAlive: keepAlive)
-            }
-        }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         context.read()
     }
 
@@ -81,7 +75,7 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// The exchange ended before its response did (cancelled, timed out): the rest of the response would still
     /// arrive on this connection, so it cannot be reused.
     func abandon(_ exchange: UpstreamExchange) {
-        guard case .busy(let current, _, _, _) = state, current === exchange else { return }
+        guard case .busy(let current, _, _) = state, current === exchange else { return }
         state = .closed
         context?.close(promise: nil)
     }
@@ -96,7 +90,7 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: The channel's side
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .busy(let exchange, _, let sent, var keepAlive) = state else {
+        guard case .busy(let exchange, _, var keepAlive) = state else {
             // Bytes from an idle origin: nothing was asked, so nothing after this can be trusted.
             if case .idle = state { pool?.remove(self) }
             state = .closed
@@ -112,14 +106,15 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
             exchange.connectionLost(FetchError.badResponse("\(exchange.url) answered 101 Switching Protocols, an upgrade it was not asked for"), beforeAnswer: false, reused: reused)
         case .head(let head):
             keepAlive = head.isKeepAlive
-            state = .busy(exchange, answered: true, sent: sent, keepAlive: keepAlive)
+            state = .busy(exchange, answered: true, keepAlive: keepAlive)
             exchange.receivedHead(head)
         case .body(let part):
             exchange.receivedPart(part)
         case .end:
             // Reused only when the origin said it may be and the whole request went out (an origin may answer
-            // early, say with a 413, before reading the rest of an upload).
-            if keepAlive && sent && context.channel.isActive {
+            // early, say with a 413, before reading the rest of an upload). Asked of the channel now rather than
+            // followed with a write promise: a promise and two callbacks per request otherwise.
+            if keepAlive && context.channel.isActive && Self.requestWritten(context.channel) {
                 state = .ending
             } else {
                 state = .closed
@@ -127,6 +122,11 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
             }
             exchange.finished()
         }
+    }
+
+    /// Whether every byte written to `channel` has gone to the socket (NIO's pending writes are empty).
+    static func requestWritten(_ channel: any Channel) -> Bool {
+        (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) == 0
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -137,17 +137,17 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
             context.read()
             return
         }
-        guard case .busy(let exchange, _, _, _) = state else { return }
+        guard case .busy(let exchange, _, _) = state else { return }
         // The exchange's consumer may run from here (and cancel, which closes this connection).
         exchange.readCompleted()
-        if case .busy(let current, _, _, _) = state, current === exchange, exchange.wantsRead { context.read() }
+        if case .busy(let current, _, _) = state, current === exchange, exchange.wantsRead { context.read() }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         let previous = state
         state = .closed
         switch previous {
-        case .busy(let exchange, let answered, _, _):
+        case .busy(let exchange, let answered, _):
             exchange.connectionLost(ChannelError.eof, beforeAnswer: !answered, reused: reused)
         case .idle:
             pool?.remove(self)
@@ -165,7 +165,7 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
         }
         let previous = state
         state = .closed
-        if case .busy(let exchange, let answered, _, _) = previous {
+        if case .busy(let exchange, let answered, _) = previous {
             exchange.connectionLost(error, beforeAnswer: !answered, reused: reused)
         } else if case .idle = previous {
             pool?.remove(self)

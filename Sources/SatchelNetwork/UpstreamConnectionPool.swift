@@ -16,7 +16,13 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     let eventLoop: any EventLoop
     private let settings: Settings
     /// Idle connections per origin, the most recently used last (it is the one taken: the likeliest to be alive).
-    private var idle: [UpstreamOrigin: [UpstreamConnection]] = [:]
+    private var idle: [UpstreamOrigin: IdleList] = [:]
+
+    /// One origin's idle connections, by reference: taking and parking change the list where it is, with a plain
+    /// dictionary lookup (changing a value inside the dictionary in place costs a coroutine frame's allocation).
+    private final class IdleList {
+        var connections: [UpstreamConnection] = []
+    }
     private var sweep: RepeatedTask?
     private var shutDown = false
     /// The response-head timeouts of this loop's exchanges, on one timer.
@@ -40,9 +46,8 @@ final class UpstreamConnectionPool: @unchecked Sendable {
 
     /// An idle connection to `origin`, or nil when there is none.
     func takeIdle(_ origin: UpstreamOrigin) -> UpstreamConnection? {
-        // In place: an array copied out of the dictionary, changed and put back is a copy of the whole list per
-        // request. An origin's array stays when it empties (the next park fills it again).
-        idle[origin]?.popLast()
+        // An origin's list stays when it empties (the next park fills it again); the sweep drops empty ones.
+        idle[origin]?.connections.popLast()
     }
 
     /// Opens a new connection to `origin` on this loop. Each channel the bootstrap tries (happy eyeballs tries
@@ -79,11 +84,9 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     /// A connection that finished an exchange and may carry another.
     func park(_ connection: UpstreamConnection) {
         guard !shutDown, settings.maxIdlePerOrigin > 0 else { return connection.close() }
-        let evicted: UpstreamConnection? = modifyingIdle(connection.origin) { connections in
-            connections.append(connection)
-            return connections.count > settings.maxIdlePerOrigin ? connections.removeFirst() : nil
-        }
-        evicted?.close()
+        let list = idleList(connection.origin)
+        list.connections.append(connection)
+        if list.connections.count > settings.maxIdlePerOrigin { list.connections.removeFirst().close() }
         if sweep == nil {
             // One timer per loop, not one per parked connection: parking happens once per request.
             let every = min(settings.idleTimeout, .seconds(5))
@@ -93,14 +96,15 @@ final class UpstreamConnectionPool: @unchecked Sendable {
 
     /// A parked connection closed (the origin closed it, or sent something unasked).
     func remove(_ connection: UpstreamConnection) {
-        modifyingIdle(connection.origin) { connections in
-            if let index = connections.firstIndex(where: { $0 === connection }) { connections.remove(at: index) }
-        }
+        guard let list = idle[connection.origin], let index = list.connections.firstIndex(where: { $0 === connection }) else { return }
+        list.connections.remove(at: index)
     }
 
-    /// `body` with the idle list of `origin`, changed in place (one lookup, no copy).
-    private func modifyingIdle<T>(_ origin: UpstreamOrigin, _ body: (inout [UpstreamConnection]) -> T) -> T {
-        body(&idle[origin, default: []])
+    private func idleList(_ origin: UpstreamOrigin) -> IdleList {
+        if let list = idle[origin] { return list }
+        let list = IdleList()
+        idle[origin] = list
+        return list
     }
 
     /// Closes every idle connection; connections in use close when their exchange ends.
@@ -108,21 +112,22 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         shutDown = true
         sweep?.cancel()
         sweep = nil
-        let all = idle.values.flatMap { $0 }
+        let all = idle.values.flatMap(\.connections)
         idle = [:]
         for connection in all { connection.close() }
     }
 
-    var idleCount: Int { idle.values.reduce(0) { $0 + $1.count } }
+    var idleCount: Int { idle.values.reduce(0) { $0 + $1.connections.count } }
 
     private func closeExpired() {
         let now = NIODeadline.now()
-        for (origin, connections) in idle {
-            let (expired, kept) = connections.reduce(into: ([UpstreamConnection](), [UpstreamConnection]())) { split, connection in
+        for (origin, list) in idle {
+            let (expired, kept) = list.connections.reduce(into: ([UpstreamConnection](), [UpstreamConnection]())) { split, connection in
                 if case .idle(let since) = connection.state, now - since >= settings.idleTimeout { split.0.append(connection) } else { split.1.append(connection) }
             }
-            guard !expired.isEmpty || connections.isEmpty else { continue }
-            idle[origin] = kept.isEmpty ? nil : kept
+            guard !expired.isEmpty || list.connections.isEmpty else { continue }
+            list.connections = kept
+            if kept.isEmpty { idle[origin] = nil }
             for connection in expired { connection.close() }
         }
         if idle.isEmpty {

@@ -362,6 +362,23 @@ extension NIOFetcherTests {
         }
     }
 
+    @Test("a connection whose request was not all written when its answer ended (an upload refused early) is not reused")
+    func earlyAnswerNotReused() async throws {
+        try await withOrigin { origin in
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            // More than the sockets' buffers hold: most of it is still waiting to be written when the 413 ends.
+            let upload = [UInt8](repeating: 0x61, count: 32 << 20)
+            let early = try await NIOFetcher.withPreferredEventLoop(loop) {
+                try await fetcher.fetch(ResourceRequest(method: "POST", url: origin.base + "/early", body: upload), timeouts: FetchTimeouts())
+            }
+            #expect(early.status == 413)
+            let earlyPort = try await text(early)
+            let next = try await text(try await fetch(origin.base + "/conn", on: loop))
+            #expect(!next.isEmpty && next != earlyPort, "a new connection, not the one with the upload's rest in it")
+            #expect(try await fetcher.idleConnections(on: loop).get() == 1)
+        }
+    }
+
     @Test("at most the configured number of idle connections is kept: the oldest goes, the newest is reused first")
     func idleCap() async throws {
         try await withOrigin { origin in

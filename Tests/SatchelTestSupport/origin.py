@@ -13,6 +13,8 @@
   /late?ms=M the head only after M milliseconds
   /nolength?n=N         N bytes with no Content-Length (the body ends when the connection closes)
   /conn[?ms=M]  the client's port: which connection carried the request (after M milliseconds)
+  /early     413 with the client's port at once, without reading the request's body (an upload refused early),
+             then 1.5 s without reading anything
   /once      answers the first request on a connection; a later one on the same connection is read, then the
              connection closes unanswered (an origin that timed the idle connection out as the request came)
   /bye       answers (keep-alive), then closes the idle connection 200 ms later
@@ -134,6 +136,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(bytes(range(256)) * (n // 256) + bytes(range(n % 256)))
             self.close_connection = True
+        elif path == "/early":
+            self.send(413, str(self.client_address[1]).encode(), "text/plain")
+            # Keeps the connection open, reading nothing, for a while: a client that reused it would wait here.
+            time.sleep(1.5)
         elif path == "/conn":
             if "ms=" in self.path:
                 time.sleep(int(self.path.split("ms=")[1]) / 1000)
