@@ -20,7 +20,7 @@ import SatchelNetwork
 /// upstream is read only as fast as the client reads; any other stream is read chunk by chunk, each after the
 /// previous write completed. A client that goes away cancels what its answer was waiting on, closing the
 /// upstream request.
-final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, LoopAnswerReceiver {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -40,6 +40,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var draining = false
     /// What the answer in flight waits on, cancelled when the client goes away.
     private var pending: PendingWork?
+    /// The request whose answer the responder delivers later (``answerArrived(_:)``), numbered so that an answer
+    /// delivered at once, before the responder returns, is told apart from the next request's.
+    private var awaited: (serial: Int, isHead: Bool, version: HTTPVersion, keepAlive: Bool)?
+    private var answers = 0
     /// The upstream body being forwarded, and whether it waits for the client's socket to become writable.
     private var forwarding: Forwarding?
     private var pausedUpstream = false
@@ -227,9 +231,16 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let request = ServerRequest(head: head, target: target, body: body, keepAlive: keepAlive)
         let isHead = head.method == .HEAD
         let loop = context.eventLoop
+        answers += 1
+        let serial = answers
+        awaited = (serial, isHead, head.version, keepAlive)
         // Package hits and misses the NIO fetcher can take are answered on the event loop; the rest from a task.
-        switch responder.answerOnEventLoop(request, destination: destination, loop: loop) {
+        switch responder.answerOnEventLoop(request, destination: destination, loop: loop, receiver: self) {
+        case .later(let exchange):
+            // Unless the answer came already (the fetch failed at once) and ended.
+            if awaited?.serial == serial { pending = exchange.map { .upstream($0) } }
         case .now(let response):
+            awaited = nil
             if let reuseKey, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
                 var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
                 _ = ResponseEncoding.writeHead(response, isHead: false, version: head.version, keepAlive: true, into: &buffer)
@@ -240,20 +251,21 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return
             }
             respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: false, context: context)
-        case .later(let answer, let exchange):
-            pending = exchange.map { .upstream($0) }
-            let handler = NIOLoopBound(self, eventLoop: loop)
-            answer.whenSuccess { response in
-                let handler = handler.value
-                guard let context = handler.context, context.channel.isActive else {
-                    if case .stream(let stream) = response.body, let exchange = stream.source as? UpstreamExchange { exchange.cancel() }
-                    return
-                }
-                handler.respond(response, isHead: isHead, version: head.version, keepAlive: keepAlive, flush: true, context: context)
-            }
         case nil:
+            awaited = nil
             answerInTask(request, destination: destination, isHead: isHead, context: context)
         }
+    }
+
+    /// ``LoopAnswerReceiver``: the network's answer (or its fallback) to the awaited request.
+    func answerArrived(_ response: ResourceResponse) {
+        guard let awaited else { return }
+        self.awaited = nil
+        guard let context, context.channel.isActive else {
+            if case .stream(let stream) = response.body, let exchange = stream.source as? UpstreamExchange { exchange.cancel() }
+            return
+        }
+        respond(response, isHead: awaited.isHead, version: awaited.version, keepAlive: awaited.keepAlive, flush: true, context: context)
     }
 
     private func answerInTask(_ request: ServerRequest, destination: ServerResponder.Destination, isHead: Bool, context: ChannelHandlerContext) {

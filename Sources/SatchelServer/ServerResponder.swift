@@ -6,6 +6,12 @@ import SatchelEngine
 import SatchelNetwork
 import SatchelStore
 
+/// Takes an answer that ``ServerResponder/answerOnEventLoop(_:destination:loop:receiver:)`` produces later, on the
+/// event loop (the connection handler).
+protocol LoopAnswerReceiver: AnyObject {
+    func answerArrived(_ response: ResourceResponse)
+}
+
 /// Everything `satchel serve` does with one request, independent of the socket: map origin-form and
 /// absolute-form targets to the URL the engine sees, answer the `/_satchel/` endpoints, drop bodies when
 /// emulating WebKit, run the engine and the network fallback, inject the hook into HTML, and record the
@@ -91,16 +97,17 @@ public final class ServerResponder: Sendable {
     enum LoopAnswer {
         /// Ready now: a package hit or a definite error.
         case now(ResourceResponse)
-        /// The network's answer (or its fallback), arriving on the loop; cancelling the exchange closes the
-        /// upstream request.
-        case later(EventLoopFuture<ResourceResponse>, UpstreamExchange?)
+        /// The network's answer (or its fallback) goes to the receiver on the loop (possibly before
+        /// ``answerOnEventLoop(_:destination:loop:receiver:)`` returns, when the fetch fails at once); cancelling
+        /// the exchange closes the upstream request.
+        case later(UpstreamExchange?)
     }
 
     /// The fast path: a package hit is answered at once, and a miss is fetched by the NIO fetcher on the same
     /// event loop, so neither takes a task or a thread hop. Nil when the request needs
     /// ``respond(to:destination:)``: an endpoint, published files, a cookie provider to ask, or a fetcher that
     /// is not NIO's (then only plain package reads are answered here, since a body restoration must happen once).
-    func answerOnEventLoop(_ request: ServerRequest, destination: Destination, loop: any EventLoop) -> LoopAnswer? {
+    func answerOnEventLoop(_ request: ServerRequest, destination: Destination, loop: any EventLoop, receiver: some LoopAnswerReceiver) -> LoopAnswer? {
         let started = ContinuousClock.now
         guard let url = engineURL(destination) else { return nil }
         let engineRequest = engineRequest(request, url: url)
@@ -119,20 +126,18 @@ public final class ServerResponder: Sendable {
             if isHTMLStream(response, outcome) { return nil }
             return .now(finished(response, outcome, channel, request, started: started))
         case .fetch(let fetch):
-            // One promise for the answer, whichever way the fetch ends (a miss is the hot path of a proxy; every
-            // future in the chain costs an allocation and a callback). It may be completed before the fetch
-            // returns: the connection handler registers for it only after it has noted the exchange.
-            let answer = loop.makePromise(of: ResourceResponse.self)
+            // Straight to the receiver, whichever way the fetch ends: a miss is the hot path of a proxy, and a
+            // promise in between costs allocations, callbacks and generic code for every request.
             let exchange = fetcher.fetch(fetch.request, timeouts: fetch.timeouts, on: loop) { result in
                 switch result {
                 case .success(let response):
-                    answer.succeed(self.finished(response, .network, fetch.miss.bodyChannel, request, started: started))
+                    receiver.answerArrived(self.finished(response, .network, fetch.miss.bodyChannel, request, started: started))
                 case .failure(let error):
                     let (response, outcome, channel) = self.pipeline.fallback(for: fetch, after: error)
-                    answer.succeed(self.finished(response, outcome, channel, request, started: started))
+                    receiver.answerArrived(self.finished(response, outcome, channel, request, started: started))
                 }
             }
-            return .later(answer.futureResult, exchange)
+            return .later(exchange)
         }
     }
 

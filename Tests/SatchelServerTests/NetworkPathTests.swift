@@ -36,6 +36,31 @@ struct NetworkPathTests {
         await fixture.stop()
     }
 
+    @Test("a miss whose fetch fails before it starts (a TRACE with a body) is answered in order between pipelined misses")
+    func fetchFailingAtOnceBetweenPipelinedMisses() async throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let fixture = try await proxying(to: origin)
+        let client = try RawClient(port: fixture.port)
+        // The TRACE's answer is made while the server is still handing the request over (no connection is opened
+        // for it), so the answer and the bookkeeping of the request in flight must not cross.
+        client.send(
+            "GET http://api.example/echo?first HTTP/1.1\r\nHost: api.example\r\n\r\n"
+                + "TRACE http://api.example/echo HTTP/1.1\r\nHost: api.example\r\nContent-Length: 3\r\n\r\nabc"
+                + "GET http://api.example/echo?third HTTP/1.1\r\nHost: api.example\r\n\r\n")
+        let answers = await client.responses(3)
+        #expect(answers.map(\.status) == [200, 400, 200])
+        #expect(answers.first.map { String(decoding: $0.body, as: UTF8.self).contains("first") } == true)
+        #expect(answers.dropFirst().first?.values("X-Satchel-Error").first?.contains("TRACE") == true)
+        #expect(answers.last.map { String(decoding: $0.body, as: UTF8.self).contains("third") } == true)
+        // Alone on a connection, and again on the same connection: nothing is left waiting.
+        client.send("TRACE http://api.example/echo HTTP/1.1\r\nHost: api.example\r\nContent-Length: 1\r\n\r\nx")
+        #expect(await client.responses(1).map(\.status) == [400])
+        client.send("GET http://api.example/echo?last HTTP/1.1\r\nHost: api.example\r\n\r\n")
+        #expect(await client.responses(1).map(\.status) == [200])
+        await fixture.stop()
+    }
+
     @Test("an upgrade the origin was not asked for is a 502 for that request only: the next one on the connection is answered")
     func unaskedUpgradeThroughServer() async throws {
         let origin = try TestOrigin()
