@@ -124,10 +124,11 @@ extension Manifest {
 
 /// Finds the package that claims a host and path: an exact host first, then a one-label wildcard, and among
 /// the packages of that host the longest path prefix. Built once per activation; a lookup is a hash and a
-/// short walk.
+/// short walk. The lookups are inlinable, so the engine's module specializes them for its own `Value` (generic
+/// code across the module boundary instantiated type metadata at run time on every request).
 public struct ScopeIndex<Value: Sendable>: Sendable {
-    private var exact: [String: [(prefix: String, value: Value)]] = [:]
-    private var wildcard: [String: [(prefix: String, value: Value)]] = [:]
+    @usableFromInline var exact: [String: [(prefix: String, value: Value)]] = [:]
+    @usableFromInline var wildcard: [String: [(prefix: String, value: Value)]] = [:]
 
     public init(_ entries: [(scope: Scope, value: Value)]) {
         for entry in entries {
@@ -143,11 +144,18 @@ public struct ScopeIndex<Value: Sendable>: Sendable {
 
     /// The packages that claim a host, looked up once; nil when none does.
     public struct Candidates: Sendable {
-        let exact: [(prefix: String, value: Value)]?
-        let wildcard: [(prefix: String, value: Value)]?
+        @usableFromInline let exact: [(prefix: String, value: Value)]?
+        @usableFromInline let wildcard: [(prefix: String, value: Value)]?
+
+        @usableFromInline
+        init(exact: [(prefix: String, value: Value)]?, wildcard: [(prefix: String, value: Value)]?) {
+            self.exact = exact
+            self.wildcard = wildcard
+        }
 
         /// The package for a decoded absolute path, with the prefix it matched. A path equal to a prefix
         /// without its trailing slash (`/app` for `/app/`) matches too.
+        @inlinable
         public func match(path: String) -> (prefix: String, value: Value)? {
             let fromExact = exact.flatMap { ScopeIndex.first(in: $0, path: path) }
             guard let fromWildcard = wildcard.flatMap({ ScopeIndex.first(in: $0, path: path) }) else { return fromExact }
@@ -157,6 +165,7 @@ public struct ScopeIndex<Value: Sendable>: Sendable {
     }
 
     /// The packages claiming `host` (lower-case, no port), or nil.
+    @inlinable
     public func candidates(host: String) -> Candidates? {
         let exactList = exact[host]
         let wildcardList = wildcardList(host)
@@ -164,22 +173,26 @@ public struct ScopeIndex<Value: Sendable>: Sendable {
     }
 
     /// Whether any package claims `host`.
+    @inlinable
     public func claims(host: String) -> Bool { candidates(host: host) != nil }
 
+    @inlinable
     public func match(host: String, path: String) -> (prefix: String, value: Value)? {
         candidates(host: host)?.match(path: path)
     }
 
     /// The first (longest) prefix of a list sorted longest first that matches `path`.
-    private static func first(in list: [(prefix: String, value: Value)], path: String) -> (prefix: String, value: Value)? {
+    @usableFromInline
+    static func first(in list: [(prefix: String, value: Value)], path: String) -> (prefix: String, value: Value)? {
         for item in list where path.hasPrefix(item.prefix) || (path.utf8.count + 1 == item.prefix.utf8.count && path + "/" == item.prefix) {
             return item
         }
         return nil
     }
 
-    private func wildcardList(_ host: String) -> [(prefix: String, value: Value)]? {
-        guard !wildcard.isEmpty, let dot = host.firstIndex(of: ".") else { return nil }
-        return wildcard[String(host[host.index(after: dot)...])]
+    @usableFromInline
+    func wildcardList(_ host: String) -> [(prefix: String, value: Value)]? {
+        guard !wildcard.isEmpty, let dot = host.utf8.firstIndex(of: UInt8(ascii: ".")) else { return nil }
+        return wildcard[String(Substring(host.utf8[host.utf8.index(after: dot)...]))]
     }
 }
