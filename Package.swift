@@ -115,7 +115,7 @@ let package = Package(
             ]
         ),
         // Scratch folders and process helpers shared by the test targets.
-        .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport"),
+        .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport", exclude: ["origin.py"]),
         // Benchmarks that must link the library in a release build (tools/bench-engine).
         .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelCore"]),
         .executableTarget(

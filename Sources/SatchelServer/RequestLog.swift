@@ -37,14 +37,19 @@ public final class RequestLog: Sendable {
     public init(capacity: Int = 200) { self.capacity = max(1, capacity) }
 
     func record(_ record: Record) {
-        ring.withLock { ring in
+        // The record it replaces is released after the lock (its strings freed), which both event loops wait on.
+        let replaced: Record? = ring.withLock { ring in
+            var replaced: Record?
             if ring.records.count < capacity {
                 ring.records.append(record)
             } else {
+                replaced = ring.records[ring.next]
                 ring.records[ring.next] = record
             }
             ring.next = (ring.next + 1) % capacity
+            return replaced
         }
+        _ = replaced
     }
 
     /// Newest first.

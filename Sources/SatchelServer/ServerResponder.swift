@@ -63,9 +63,18 @@ public final class ServerResponder: Sendable {
             // upstream list claims, a page (or anything it embeds) could read every other page's requests.
             if path == "/_satchel" || path.hasPrefix("/_satchel/"), isOwnAddress(target) { return .endpoint }
             if target.isAbsolute { return .engine(url: target.raw) }
-            if pipeline.engine.claims(host: target.host) { return .engine(url: "https://\(target.host)\(target.pathAndQuery)") }
-            return .ownAddress(url: "https://\(configuration.defaultHost ?? target.host)\(target.pathAndQuery)")
+            if pipeline.engine.claims(host: target.host) { return .engine(url: Self.httpsURL(host: target.host, target.pathAndQuery)) }
+            return .ownAddress(url: Self.httpsURL(host: configuration.defaultHost ?? target.host, target.pathAndQuery))
         }
+    }
+
+    /// `https://<host><path and query>`, built in one allocation (interpolation grows the string as it goes).
+    static func httpsURL(host: String, _ pathAndQuery: String) -> String {
+        var url = "https://"
+        url.reserveCapacity(8 + host.utf8.count + pathAndQuery.utf8.count)
+        url += host
+        url += pathAndQuery
+        return url
     }
 
     /// The addresses the server answers as itself: loopback names and the bind address, on the bound port.
