@@ -83,6 +83,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),
         // The local server: the engine over HTTP/1.1 on SwiftNIO (origin and forward-proxy modes).
@@ -146,6 +147,8 @@ let package = Package(
             dependencies: [
                 "SatchelNetwork", "SatchelEngine", "SatchelCore", "SatchelTestSupport", "SatchelNetworkProbe",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .testTarget(
             name: "SatchelServerTests",

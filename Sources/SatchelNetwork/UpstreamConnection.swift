@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import NIOTLS
 import SatchelEngine
 
 /// One HTTP/1.1 connection to an upstream origin, after NIO's request encoder and response decoder. It carries
@@ -34,10 +35,17 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var reused = false
     private var context: ChannelHandlerContext?
     private weak var pool: UpstreamConnectionPool?
+    /// https before its handshake completed: NIOSSL holds what is written meanwhile in its own buffer, where NIO's
+    /// pending writes do not count it, and on completion decodes the data that came with the handshake before it
+    /// writes what it held. So a request sent then is followed with a write promise (``unconfirmedWrite``).
+    private var handshaking: Bool
+    /// A request written during the handshake whose write has not completed: the connection cannot be reused yet.
+    private var unconfirmedWrite = false
 
     init(origin: UpstreamOrigin, pool: UpstreamConnectionPool) {
         self.origin = origin
         self.pool = pool
+        handshaking = origin.tls
     }
 
     var isIdle: Bool {
@@ -63,7 +71,14 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
         state = .busy(exchange, answered: false, keepAlive: false)
         context.write(wrapOutboundOut(.head(request.head)), promise: nil)
         if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        if handshaking {
+            unconfirmedWrite = true
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenSuccess { [self] in unconfirmedWrite = false }
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
         context.read()
     }
 
@@ -113,8 +128,9 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             // Reused only when the origin said it may be and the whole request went out (an origin may answer
             // early, say with a 413, before reading the rest of an upload). Asked of the channel now rather than
-            // followed with a write promise: a promise and two callbacks per request otherwise.
-            if keepAlive && context.channel.isActive && Self.requestWritten(context.channel) {
+            // followed with a write promise (a promise and two callbacks per request otherwise), except for a
+            // request written during a TLS handshake, which NIO's pending writes do not see.
+            if keepAlive && context.channel.isActive && !unconfirmedWrite && Self.requestWritten(context.channel) {
                 state = .ending
             } else {
                 state = .closed
@@ -155,6 +171,11 @@ final class UpstreamConnection: ChannelInboundHandler, RemovableChannelHandler {
             break
         }
         context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted = event { handshaking = false }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
