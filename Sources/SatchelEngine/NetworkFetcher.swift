@@ -89,9 +89,10 @@ public enum HopByHop {
         return table
     }()
 
-    /// The field names a `Connection` value lists (RFC 9110 §7.6.1), without the ones removed anyway: `close`
-    /// and `keep-alive`, which nearly every response carries, cost a comparison and no array. On the UTF-8 view:
-    /// splitting Characters (grapheme breaking) costs more than the rest of the removal.
+    /// The field names a `Connection` value lists (RFC 9110 §7.6.1), without the ones removed anyway
+    /// (`keep-alive`, which many responses carry, costs a comparison and no array). `close` is kept: a field named
+    /// `Close` must go too (RFC 9110 §18.4 reserves that name for this reason). On the UTF-8 view: splitting
+    /// Characters (grapheme breaking) costs more than the rest of the removal.
     @inlinable
     static func connectionOptions(_ value: String, into named: inout [String]) {
         let utf8 = value.utf8
@@ -106,7 +107,7 @@ public enum HopByHop {
             }
             if low < high {
                 let option = String(Substring(utf8[low..<high]))
-                if !isHopByHop(option), !HTTPHeaders.equalNames(option, "close") { named.append(option) }
+                if !isHopByHop(option) { named.append(option) }
             }
             start = comma < utf8.endIndex ? utf8.index(after: comma) : comma
         }

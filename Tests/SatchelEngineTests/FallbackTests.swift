@@ -201,6 +201,8 @@ struct HopByHopTests {
             ("Proxy-Authenticate", "Basic"), ("If-Modified-Since", "x"), ("DNT", "1"),
             // A second Connection field, with empty members (RFC 9110 §5.6.1 allows them) and a trailing comma.
             ("Connection", ",, keep-alive ,\t, X-Third,"), ("x-third", "3"),
+            // `close` is an option like any other: a field named Close goes too (why the name is reserved).
+            ("Close", "x"),
         ])
         let kept = HopByHop.removing(from: headers, also: ["Content-Length"])
         #expect(kept.map(\.name) == ["Host", "Set-Cookie", "Set-Cookie", "Accept", "Referer", "Content-Language", "If-Modified-Since", "DNT"])
