@@ -11,7 +11,7 @@ import Testing
 /// Stands in for `NIOSSLHandler` during a handshake: writes made before it completes are held, not passed on,
 /// and the completion runs in NIOSSL's order (`completeHandshake`): the event, then the application data that
 /// came with the handshake's last flight, then the held writes.
-private final class HandshakeStandIn: ChannelDuplexHandler {
+final class HandshakeStandIn: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -45,11 +45,11 @@ private final class HandshakeStandIn: ChannelDuplexHandler {
 
 @Suite("UpstreamConnection on an embedded channel")
 struct UpstreamConnectionTests {
-    @Test("an answer that came with the TLS handshake, before the request went out, does not put the connection back in the pool")
-    func answerBeforeTheRequestWentOut() throws {
+    /// An https connection as the pool makes one, with its handshake still running: the stand-in in NIOSSL's place,
+    /// NIO's HTTP client codecs, the connection; connected, nothing written yet.
+    static func httpsConnection() throws -> (EmbeddedChannel, UpstreamConnectionPool, UpstreamRequest, UpstreamConnection, HandshakeStandIn) {
         let channel = EmbeddedChannel()
-        let loop = channel.embeddedEventLoop
-        let pool = UpstreamConnectionPool(eventLoop: loop, settings: .init(
+        let pool = UpstreamConnectionPool(eventLoop: channel.embeddedEventLoop, settings: .init(
             connectTimeout: .seconds(1), idleTimeout: .seconds(60), maxIdlePerOrigin: 4,
             tls: .success(try NIOSSLContext(configuration: .makeClientConfiguration())), makeResolver: nil))
         let request = try UpstreamRequest(ResourceRequest(url: "https://origin.example/first"), allocator: channel.allocator)
@@ -59,6 +59,12 @@ struct UpstreamConnectionTests {
         try channel.pipeline.syncOperations.addHTTPClientHandlers()
         try channel.pipeline.syncOperations.addHandler(connection)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        return (channel, pool, request, connection, standIn)
+    }
+    @Test("an answer that came with the TLS handshake, before the request went out, does not put the connection back in the pool")
+    func answerBeforeTheRequestWentOut() throws {
+        let (channel, pool, request, connection, standIn) = try Self.httpsConnection()
+        let loop = channel.embeddedEventLoop
 
         var status: Int?
         let exchange = UpstreamExchange(eventLoop: loop, request: request, pool: pool, timeouts: FetchTimeouts()) { result in
@@ -83,18 +89,8 @@ struct UpstreamConnectionTests {
 
     @Test("a request written after the handshake, answered with keep-alive, puts the connection back in the pool")
     func answerAfterTheRequestWentOut() throws {
-        let channel = EmbeddedChannel()
+        let (channel, pool, request, connection, standIn) = try Self.httpsConnection()
         let loop = channel.embeddedEventLoop
-        let pool = UpstreamConnectionPool(eventLoop: loop, settings: .init(
-            connectTimeout: .seconds(1), idleTimeout: .seconds(60), maxIdlePerOrigin: 4,
-            tls: .success(try NIOSSLContext(configuration: .makeClientConfiguration())), makeResolver: nil))
-        let request = try UpstreamRequest(ResourceRequest(url: "https://origin.example/first"), allocator: channel.allocator)
-        let connection = UpstreamConnection(origin: request.origin, pool: pool)
-        let standIn = HandshakeStandIn()
-        try channel.pipeline.syncOperations.addHandler(standIn)
-        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-        try channel.pipeline.syncOperations.addHandler(connection)
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
 
         // The first request goes out with the handshake and is answered after it: reused.
         var statuses: [Int] = []
