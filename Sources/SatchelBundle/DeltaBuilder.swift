@@ -21,7 +21,7 @@ public struct DeltaResult: Sendable, Equatable, Codable {
     public var unchanged: Int
 }
 
-/// Builds a delta bundle (DESIGN.md, Formats: Delta bundle) from two full bundles of one package: the target's
+/// Builds a delta bundle (docs/formats.md, "Delta bundle") from two full bundles of one package: the target's
 /// own `satchel.json` and `satchel.sig` byte for byte (so the delta needs no re-signing and installs are checked
 /// against the same signed manifest), `satchel-delta.json`, then the added and changed files in manifest order.
 ///

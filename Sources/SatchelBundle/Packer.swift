@@ -77,7 +77,7 @@ public enum PackProgress: Sendable, Equatable {
     case finished(PackResult)
 }
 
-/// Turns a folder of web assets into a bundle (DESIGN.md, Formats: Bundle).
+/// Turns a folder of web assets into a bundle (docs/formats.md, "Bundle").
 ///
 /// The steps: list the folder (``SourceTree``), hash every file on all cores, build and sign the manifest,
 /// then stream `satchel.json`, `satchel.sig` and the files into a temporary archive beside the output,

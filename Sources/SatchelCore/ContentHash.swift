@@ -22,7 +22,7 @@ public enum Digests {
         text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 
-    /// A package's contentHash (DESIGN.md, Formats): SHA-256 over the lines `<path>:<sha256>\n` of every file,
+    /// A package's contentHash (docs/formats.md, "contentHash"): SHA-256 over the lines `<path>:<sha256>\n` of every file,
     /// sorted by the UTF-8 bytes of the path. Sorting here, not trusting the caller's order, is what keeps the
     /// packer and the installer in agreement.
     public static func contentHash(of files: [(path: SafePath, sha256: String)]) -> String {

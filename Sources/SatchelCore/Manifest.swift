@@ -17,7 +17,7 @@ public struct FileRecord: Hashable, Sendable {
     }
 }
 
-/// `satchel.json`, the manifest of a package (DESIGN.md, Formats, schema 1).
+/// `satchel.json`, the manifest of a package (docs/formats.md, "Manifest", schema 1).
 ///
 /// A value of this type is always valid: ``init(id:version:createdAt:scope:entry:spaFallback:offlinePage:routes:minRuntime:files:)``
 /// and ``decode(_:)`` check every rule, so a store or engine holding a `Manifest` never re-checks it.

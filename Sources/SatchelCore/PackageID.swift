@@ -1,4 +1,4 @@
-/// A package identifier: `^[a-z0-9][a-z0-9_-]*(\.[a-z0-9_-]+)*$`, at most 64 bytes (DESIGN.md, Formats).
+/// A package identifier: `^[a-z0-9][a-z0-9_-]*(\.[a-z0-9_-]+)*$`, at most 64 bytes (docs/formats.md, "Package id and version").
 ///
 /// Ids become folder names in the store, so the grammar keeps them safe on every file system.
 public struct PackageID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A relative, `/`-separated path inside a package, checked once by the one rule that the packer, the
-/// installer and the engine share (DESIGN.md, Formats: Paths).
+/// installer and the engine share (docs/formats.md, "Paths").
 ///
 /// A `SafePath` is always in Unicode NFC form, never absolute, and has no empty, `.` or `..` segment, no
 /// backslash, NUL or other control character. Two paths that differ only by case or normalisation have the

@@ -16,12 +16,12 @@ import SatchelCore
 /// Versions are pinned per launch: the engine serves the versions that were active when it was created
 /// (and pins them in the store so gc keeps them), unless ``ActivationMode/immediate`` is configured.
 /// Thread-safe; `handle` may be called from many tasks at once. A file is never read whole into memory,
-/// except small files that the cache keeps.
+/// except small files that the small-file cache keeps.
 public final class ResourceEngine: Sendable {
     public let configuration: EngineConfiguration
     private let source: any PackageSource
     private let snapshot: Locked<Snapshot>
-    private let cache: SmallFileCache
+    private let smallFiles: SmallFileCache
     /// The headers a hook may add (``BodyChannels/allHeaders``), listed once: the hot path checks every request.
     private let restorerHeaders: [String]
     /// Bodies pages hand over for the body-store channel (the WebKit adapter's message handler and the
@@ -116,7 +116,7 @@ public final class ResourceEngine: Sendable {
         self.configuration = configuration
         self.bodyStore = bodyStore
         self.source = source
-        cache = SmallFileCache(maxFileSize: configuration.cacheableFileSize, maxBytes: configuration.cacheBytes)
+        smallFiles = SmallFileCache(maxFileSize: configuration.smallFileCache.maxFileSize, maxBytes: configuration.smallFileCache.totalBytes)
         restorerHeaders = configuration.bodyChannels?.allHeaders ?? []
         if case .required(let secret) = configuration.bodyProof {
             let ledger = NonceLedger()
@@ -245,7 +245,7 @@ public final class ResourceEngine: Sendable {
             body: body)
     }
 
-    /// A body read straight from where the bytes are, without the cache: a file region, or for encoded bytes
+    /// A body read straight from where the bytes are, without the small-file cache: a file region, or for encoded bytes
     /// the decoded range (whole when small, streamed when large). Nil when the file cannot be opened or decoded.
     static func body(of location: FileLocation, size: Int64, range: ClosedRange<Int64>?) -> ResponseBody? {
         let offset = range?.lowerBound ?? 0
@@ -263,7 +263,7 @@ public final class ResourceEngine: Sendable {
         }
     }
 
-    /// Encoded files up to this size are decoded whole into memory when served outside the cache.
+    /// Encoded files up to this size are decoded whole into memory when served outside the small-file cache.
     static let decodeWholeBelow: Int64 = 64 << 10
 
     /// Whether handling `request` would restore a body (and so consume a stored body): callers with a fast
@@ -290,7 +290,7 @@ public final class ResourceEngine: Sendable {
         headers.add("Content-Type", file.contentType)
         headers.add("ETag", file.etag)
         headers.add("Accept-Ranges", "bytes")
-        headers.add("Cache-Control", file.isHTML ? configuration.cache.html : configuration.cache.other)
+        headers.add("Cache-Control", file.isHTML ? configuration.cacheControl.html : configuration.cacheControl.other)
         addCORS(to: &headers, origin: request.headers["Origin"])
         if configuration.diagnosticHeader { headers.add("X-Satchel-Source", "\(package.label) \(file.record.path)") }
 
@@ -314,7 +314,7 @@ public final class ResourceEngine: Sendable {
         if let encoded = file.encoded {
             return respondDecoding(encoded, status: status, headers: headers, file: file, package: package, offset: offset, length: length)
         }
-        if let bytes = cache.bytes(for: file.cacheKey, at: file.location, offset: file.offset, size: size) {
+        if let bytes = smallFiles.bytes(for: file.cacheKey, at: file.location, offset: file.offset, size: size) {
             return ResourceResponse(status: status, headers: headers, body: .bytes(range == nil ? bytes : Array(bytes[Int(offset)..<Int(offset + length)])))
         }
         guard let region = FileRegion(path: file.location, offset: file.offset + offset, length: length) else {
@@ -332,8 +332,8 @@ public final class ResourceEngine: Sendable {
     ) -> ResourceResponse {
         let size = file.record.size
         guard length > 0 else { return ResourceResponse(status: status, headers: headers) }
-        if size <= Int64(cache.maxFileSize) || size <= Self.decodeWholeBelow {
-            let bytes = cache.bytes(for: file.cacheKey, size: size) { () -> [UInt8]? in
+        if size <= Int64(smallFiles.maxFileSize) || size <= Self.decodeWholeBelow {
+            let bytes = smallFiles.bytes(for: file.cacheKey, size: size) { () -> [UInt8]? in
                 guard let bytes = try? encoded.decodeAll(), Int64(bytes.count) == size else { return nil }
                 return bytes
             }

@@ -10,7 +10,7 @@ public struct EngineHostOptions: ParsableArguments {
     @Option(help: "Host assumed when a request or URL names none (origin-mode requests; a bare path given to the viewer).")
     public var defaultHost: String?
 
-    @Flag(help: "Restore bodies without the hook's proof of origin, as seed 004's hooks send them. Any page content can then forge a cookie-bearing POST to the packages' origins.")
+    @Flag(help: "Restore bodies without the hook's proof of origin, as legacy hooks (a BODY header, pair-encoded POST_DATA) send them. Any page content can then forge a cookie-bearing POST to the packages' origins.")
     public var acceptUnprovenBodies = false
 
     public init() {}

@@ -11,7 +11,7 @@ struct ConnectTunnel: Sendable {
     let allowed: [HostPattern]
     let overrides: [String: String]
     let ports: Set<Int>
-    /// Names under which the server pipeline's HTTP handlers were added; the tunnel replaces them.
+    /// Names under which the channel pipeline's HTTP handlers were added; the tunnel replaces them.
     static let observerName = "satchel.http.bytes"
     static let decoderName = "satchel.http.decoder"
     static let handlerName = "satchel.http.handler"

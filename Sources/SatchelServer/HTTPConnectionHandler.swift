@@ -222,7 +222,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         // The same plain GET as before, with nothing changed since: the same bytes again. Keyed on the URL the
         // engine answers for, not on any header.
         let reuseKey = keepAlive ? cache?.key(for: head, engineURL: responder.engineURL(destination)) : nil
-        let generation = reuseKey == nil ? 0 : responder.pipeline.engine.generation
+        let generation = reuseKey == nil ? 0 : responder.loader.engine.generation
         if let reuseKey, let entry = cache?.lookup(reuseKey, generation: generation) {
             responder.recordReused(target: target, status: entry.status, outcome: entry.outcome)
             finish(keepOpen: true, flush: false, last: entry.bytes, context: context)

@@ -23,7 +23,7 @@ public final class LocalServer: Sendable {
     /// Open connections, so that shutdown can ask each to quiesce.
     private let children = Locked([ObjectIdentifier: any Channel]())
 
-    /// - Parameter eventLoopGroup: the loops to serve on; share them with the pipeline's `NIOFetcher` so
+    /// - Parameter eventLoopGroup: the loops to serve on; share them with the loader's `NIOFetcher` so
     ///   that upstream connections live on the same threads as the clients'. Nil makes (and owns) new ones.
     public init(responder: ServerResponder, eventLoopGroup: (any EventLoopGroup)? = nil) {
         self.responder = responder
@@ -49,8 +49,8 @@ public final class LocalServer: Sendable {
             try? loops.syncShutdownGracefully()
             throw error
         }
-        let pipeline = RequestPipeline(engine: engine, fetcher: fetcher, policy: policy)
-        responder = ServerResponder(store: store, pipeline: pipeline, configuration: configuration, log: log, logger: logger)
+        let loader = ResourceLoader(engine: engine, fetcher: fetcher, policy: policy)
+        responder = ServerResponder(store: store, loader: loader, configuration: configuration, log: log, logger: logger)
         self.configuration = configuration
         group = loops
         ownsGroup = true
@@ -64,7 +64,7 @@ public final class LocalServer: Sendable {
         let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides, ports: configuration.connectPorts)
         let children = self.children
         // The engine names the request fields that change its answers; the hook injection adds one of its own.
-        let cache = EncodedResponseCache(varying: responder.pipeline.engine.headersThatChangeResponses + (configuration.injectHook ? ["Sec-Fetch-Dest"] : []))
+        let cache = EncodedResponseCache(varying: responder.loader.engine.headersThatChangeResponses + (configuration.injectHook ? ["Sec-Fetch-Dest"] : []))
         Self.instantiateHandlerTypes()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)

@@ -17,21 +17,21 @@ protocol LoopAnswerReceiver: AnyObject {
 /// emulating WebKit, run the engine and the network fallback, inject the hook into HTML, and record the
 /// outcome for the status page.
 public final class ServerResponder: Sendable {
-    public let pipeline: RequestPipeline
+    public let loader: ResourceLoader
     public let store: PackageStore
     public let configuration: ServerConfiguration
     public let log: RequestLog
     let logger: Logger
     let publish: StaticFolder?
 
-    public init(store: PackageStore, pipeline: RequestPipeline, configuration: ServerConfiguration, log: RequestLog = RequestLog(), logger: Logger = Logger(label: "satchel.access")) {
+    public init(store: PackageStore, loader: ResourceLoader, configuration: ServerConfiguration, log: RequestLog = RequestLog(), logger: Logger = Logger(label: "satchel.access")) {
         self.store = store
-        self.pipeline = pipeline
+        self.loader = loader
         self.configuration = configuration
         self.log = log
         self.logger = logger
         publish = configuration.publishFolder.map { StaticFolder(root: $0) }
-        redactedParameters = (pipeline.engine.configuration.bodyChannels ?? BodyChannels()).allParameters
+        redactedParameters = (loader.engine.configuration.bodyChannels ?? BodyChannels()).allParameters
     }
 
     /// Query parameters whose values never reach the log or the status page (``LogRedaction``).
@@ -63,7 +63,7 @@ public final class ServerResponder: Sendable {
             // upstream list claims, a page (or anything it embeds) could read every other page's requests.
             if path == "/_satchel" || path.hasPrefix("/_satchel/"), isOwnAddress(target) { return .endpoint }
             if target.isAbsolute { return .engine(url: target.raw) }
-            if pipeline.engine.claims(host: target.host) { return .engine(url: Self.httpsURL(host: target.host, target.pathAndQuery)) }
+            if loader.engine.claims(host: target.host) { return .engine(url: Self.httpsURL(host: target.host, target.pathAndQuery)) }
             return .ownAddress(url: Self.httpsURL(host: configuration.defaultHost ?? target.host, target.pathAndQuery))
         }
     }
@@ -120,13 +120,13 @@ public final class ServerResponder: Sendable {
         let started = ContinuousClock.now
         guard let url = engineURL(destination) else { return nil }
         let engineRequest = engineRequest(request, url: url)
-        guard let fetcher = pipeline.fetcher as? NIOFetcher else {
-            guard request.method == "GET" || request.method == "HEAD", !pipeline.engine.restoresBody(engineRequest),
-                case .response(let response) = pipeline.engine.handleSynchronously(engineRequest)
+        guard let fetcher = loader.fetcher as? NIOFetcher else {
+            guard request.method == "GET" || request.method == "HEAD", !loader.engine.restoresBody(engineRequest),
+                case .response(let response) = loader.engine.handleSynchronously(engineRequest)
             else { return nil }
             return .now(finished(response, .package, .none, request, started: started))
         }
-        switch pipeline.decideWithoutWaiting(engineRequest) {
+        switch loader.decideWithoutWaiting(engineRequest) {
         case nil:
             return nil
         case .answer(let response, let outcome, let channel):
@@ -142,7 +142,7 @@ public final class ServerResponder: Sendable {
                 case .success(let response):
                     receiver.answerArrived(self.finished(response, .network, fetch.miss.bodyChannel, request, started: started))
                 case .failure(let error):
-                    let (response, outcome, channel) = self.pipeline.fallback(for: fetch, after: error)
+                    let (response, outcome, channel) = self.loader.fallback(for: fetch, after: error)
                     receiver.answerArrived(self.finished(response, outcome, channel, request, started: started))
                 }
             }
@@ -208,7 +208,7 @@ public final class ServerResponder: Sendable {
             }
             url = engineURL
         }
-        var (response, outcome, channel) = await pipeline.respond(to: engineRequest(request, url: url))
+        var (response, outcome, channel) = await loader.respond(to: engineRequest(request, url: url))
         if isHTMLStream(response, outcome), case .stream(let stream) = response.body, (response.body.knownLength ?? Int64(response.headers["Content-Length"] ?? "") ?? .max) <= Self.largestHookedPage {
             // Read whole (bounded), so the hook can go in like any other page's.
             var bytes: [UInt8] = []
@@ -222,19 +222,19 @@ public final class ServerResponder: Sendable {
     static let largestHookedPage: Int64 = 4 << 20
 
     /// A package's HTML arriving as a stream, which the hook injection must read first.
-    private func isHTMLStream(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome) -> Bool {
+    private func isHTMLStream(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome) -> Bool {
         guard configuration.injectHook, outcome == .package, case .stream = response.body else { return false }
         return response.headers["Content-Type"]?.hasPrefix("text/html") == true
     }
 
     /// An engine or network answer as the client gets it: the hook injected into HTML the package served.
-    private func decorated(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome, for request: ServerRequest) -> ResourceResponse {
+    private func decorated(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome, for request: ServerRequest) -> ResourceResponse {
         guard configuration.injectHook, outcome == .package || outcome == .offlinePage || outcome == .packageAfterNetworkFailure else { return response }
         return injectingHook(into: response, for: request)
     }
 
     /// How the status page and the log name an outcome.
-    static func label(_ outcome: RequestPipeline.Outcome, status: Int) -> String {
+    static func label(_ outcome: ResourceLoader.Outcome, status: Int) -> String {
         switch outcome {
         case .package: packageOutcome(status)
         case .network: "network"
@@ -246,7 +246,7 @@ public final class ServerResponder: Sendable {
     }
 
     /// Decorates and records an answer made on the event loop.
-    private func finished(_ response: ResourceResponse, _ outcome: RequestPipeline.Outcome, _ channel: BodyChannel, _ request: ServerRequest, started: ContinuousClock.Instant) -> ResourceResponse {
+    private func finished(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome, _ channel: BodyChannel, _ request: ServerRequest, started: ContinuousClock.Instant) -> ResourceResponse {
         let response = decorated(response, outcome, for: request)
         record(request.method, request.target, status: response.status, outcome: Self.label(outcome, status: response.status), channel: channel, started: started)
         return response
@@ -262,15 +262,15 @@ public final class ServerResponder: Sendable {
             return Self.text(200, hookScript(withSecret: false), type: "text/javascript; charset=utf-8")
         case ("POST", _) where route.hasPrefix("/_satchel/bodies/"):
             let id = String(route.dropFirst("/_satchel/bodies/".count))
-            let channels = pipeline.engine.configuration.bodyChannels ?? BodyChannels()
+            let channels = loader.engine.configuration.bodyChannels ?? BodyChannels()
             do {
                 // The same proof as a restored body's, bound to the id: only the app's hook can fill the store.
-                try pipeline.engine.proofCheck?.verify(headers[channels.proofHeader].map { Substring($0) }, channel: .bodyStore, binding: id)
+                try loader.engine.proofCheck?.verify(headers[channels.proofHeader].map { Substring($0) }, channel: .bodyStore, binding: id)
             } catch {
                 return Self.error(403, error.description)
             }
             do {
-                try pipeline.engine.bodyStore.put(id, StoredBody(bytes: body ?? [], contentType: headers["Content-Type"], method: headers["X-Satchel-Method"]))
+                try loader.engine.bodyStore.put(id, StoredBody(bytes: body ?? [], contentType: headers["Content-Type"], method: headers["X-Satchel-Method"]))
                 return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
             } catch {
                 let status: Int
@@ -293,16 +293,16 @@ public final class ServerResponder: Sendable {
     /// the launch's proof secret when it goes inline into a page.
     func hookScript(withSecret: Bool = true) -> String {
         var origins: [String] = []
-        for package in pipeline.engine.servedPackages {
+        for package in loader.engine.servedPackages {
             for host in package.manifest.scope.hosts where !host.isWildcard {
                 origins += ["http://\(host.value)", "https://\(host.value)"]
-                origins += pipeline.engine.configuration.customSchemes.sorted().map { "\($0)://\(host.value)" }
+                origins += loader.engine.configuration.customSchemes.sorted().map { "\($0)://\(host.value)" }
             }
         }
         for host in configuration.allowedUpstreams where !host.isWildcard { origins += ["http://\(host.value)", "https://\(host.value)"] }
         return HookScript.render(HookScript.Configuration(
-            channels: pipeline.engine.configuration.bodyChannels ?? BodyChannels(), origins: Array(Set(origins)).sorted(),
-            proofSecret: withSecret ? pipeline.engine.bodyProofSecret : nil))
+            channels: loader.engine.configuration.bodyChannels ?? BodyChannels(), origins: Array(Set(origins)).sorted(),
+            proofSecret: withSecret ? loader.engine.bodyProofSecret : nil))
     }
 
     func statusJSON() -> String {

@@ -1,7 +1,7 @@
 import Foundation
 import SatchelCore
 
-/// `packages/<id>/state.json` (DESIGN.md, Formats: Store layout): which version is served, whether it is on
+/// `packages/<id>/state.json` (docs/formats.md, "Store layout"): which version is served, whether it is on
 /// trial and for how many launches, and the versions a fallback may return to.
 ///
 /// The rules that change it (install, activate, confirm, rollback, a launch, remove, gc, and which versions stay

@@ -104,7 +104,7 @@ public struct CheckProblem: Sendable, Equatable, Codable, CustomStringConvertibl
     public var description: String { "\(id) \(version): \(path): \(kind.rawValue)" }
 }
 
-/// The on-disk store of installed offline packages (DESIGN.md, Formats: Store layout, and flow step 3).
+/// The on-disk store of installed offline packages (docs/formats.md, "Store layout"; docs/architecture.md, the install flow).
 ///
 /// Guarantees, whatever instant a process is killed at:
 /// - nothing becomes visible before it is verified and durable: bundles are extracted into `staging/`,

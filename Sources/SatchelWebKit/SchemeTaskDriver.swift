@@ -76,8 +76,8 @@ struct SchemeTaskState {
     }
 }
 
-/// Drives scheme tasks from the request pipeline while keeping WebKit's contract, whatever the timing of
-/// `stop`: all task calls happen on one executor (the main queue, or the GLib main context), the pipeline's
+/// Drives scheme tasks from the resource loader while keeping WebKit's contract, whatever the timing of
+/// `stop`: all task calls happen on one executor (the main queue, or the GLib main context), the loader's
 /// work runs off it and is cancelled on stop, and each chunk waits until the task is ready for the next
 /// (bounded memory, in order).
 ///
@@ -85,7 +85,7 @@ struct SchemeTaskState {
 /// forgotten then. Adapters keep no table of their own; they name a task by an ``ObjectIdentifier`` of
 /// whatever WebKit hands them again in `stop` (the `WKURLSchemeTask`), or of the adapter object itself.
 public final class SchemeTaskDriver: Sendable {
-    public let pipeline: RequestPipeline
+    public let loader: ResourceLoader
     /// Where every call to a task is made.
     public let executor: any SchemeTaskExecutor
     /// Largest chunk handed to a task (WebKit copies each into its process).
@@ -119,15 +119,15 @@ public final class SchemeTaskDriver: Sendable {
         }
     }
 
-    public init(pipeline: RequestPipeline, executor: any SchemeTaskExecutor, chunkSize: Int = 256 << 10) {
-        self.pipeline = pipeline
+    public init(loader: ResourceLoader, executor: any SchemeTaskExecutor, chunkSize: Int = 256 << 10) {
+        self.loader = loader
         self.executor = executor
         self.chunkSize = max(1, min(chunkSize, FileRegion.maxChunk))
     }
 
     /// A driver calling tasks on a serial Dispatch queue (the main queue in an app on Apple platforms).
-    public convenience init(pipeline: RequestPipeline, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10) {
-        self.init(pipeline: pipeline, executor: DispatchQueueExecutor(queue), chunkSize: chunkSize)
+    public convenience init(loader: ResourceLoader, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10) {
+        self.init(loader: loader, executor: DispatchQueueExecutor(queue), chunkSize: chunkSize)
     }
 
     /// Tasks started and not yet finished, failed or stopped.
@@ -156,7 +156,7 @@ public final class SchemeTaskDriver: Sendable {
     /// Call on the executor (WebKit's start callback).
     public func start(_ task: any SchemeTask, id: ObjectIdentifier? = nil) {
         let running = Running(
-            keepalive: pipeline.engine.configuration.bodyChannels.map { task.request.headers.contains($0.keepaliveHeader) } ?? false,
+            keepalive: loader.engine.configuration.bodyChannels.map { task.request.headers.contains($0.keepaliveHeader) } ?? false,
             url: task.request.url)
         let key = id ?? ObjectIdentifier(task)
         self.running.withLock {
@@ -166,7 +166,7 @@ public final class SchemeTaskDriver: Sendable {
         let request = task.request
         running.work = Task { [self] in
             defer { forget(key, running) }
-            var (response, _, _) = await pipeline.respond(to: request)
+            var (response, _, _) = await loader.respond(to: request)
             if let page = NavigationRedirect.page(for: response, of: request) { response = page }
             let head = ResponseHead(status: response.status, headers: response.headers, bodyLength: Self.bodyLength(response))
             await deliver(running) { state in

@@ -124,7 +124,7 @@ nonisolated func ranges(_ engine: ResourceEngine, size: Int64, seconds: Double) 
 }
 
 let cached = try ResourceEngine(source: source)
-let uncached = try ResourceEngine(source: source, configuration: EngineConfiguration(cacheBytes: 0))
+let uncached = try ResourceEngine(source: source, configuration: EngineConfiguration(smallFileCache: SmallFileCacheLimits(totalBytes: 0)))
 let (hot, cold, asyncResult, rangeResult) = await Task.detached { [urls, seconds, bigSize] in
     (await fourKB(cached, urls: urls, seconds: seconds, async: false),
      await fourKB(uncached, urls: urls, seconds: seconds, async: false),

@@ -14,7 +14,7 @@ struct FallbackCLITests {
         return folder + "/out-\(version)/shop-\(version).zip"
     }
 
-    @Test("issue 14: install 1.0.0, install 1.1.0, rollback returns to 1.0.0, which list showed as the fallback")
+    @Test("install 1.0.0, install 1.1.0, rollback returns to 1.0.0, which list showed as the fallback")
     func installInstallRollback() throws {
         try withTemporaryFolder { folder throws in
             let store = folder + "/store"

@@ -52,7 +52,7 @@ struct BodyRestorerTests {
         #expect(untouched.headers["Accept"] == "*/*")
     }
 
-    @Test("seed 004's exact XHR hook: header BODY, encodeURIComponent, method kept as POST")
+    @Test("the legacy XHR hook, exactly: header BODY, encodeURIComponent, method kept as POST")
     func seedHeader() throws {
         let body = "user=张三&note=a b"
         let request = ResourceRequest(method: "POST", url: "https://m.shop.com/login", headers: ["BODY": encodeURIComponent(body)])
@@ -104,9 +104,9 @@ struct BodyRestorerTests {
         #expect(alone.request.body == Array("a=1".utf8))
     }
 
-    @Test("form-to-query: seed 004's hook (encodeURIComponent pairs) restores to an equivalent valid body")
+    @Test("form-to-query: the legacy hook (encodeURIComponent pairs) restores to an equivalent valid body")
     func seedForm() throws {
-        // The seed joins encodeURIComponent(name)=encodeURIComponent(value) and encodes the result once more.
+        // The legacy hook joins encodeURIComponent(name)=encodeURIComponent(value) and encodes the result once more.
         let pairs = [("user", "张三"), ("note", "a b+c")]
         let seedBody = pairs.map { encodeURIComponent($0.0) + "=" + encodeURIComponent($0.1) }.joined(separator: "&")
         let (restored, _) = try restorer.restore(ResourceRequest(url: "https://m.shop.com/f?POST_DATA=" + encodeURIComponent(seedBody)), takeStoredBody: none, proof: nil)

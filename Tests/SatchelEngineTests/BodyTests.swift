@@ -36,7 +36,7 @@ struct BodyTests {
         }
     }
 
-    @Test("seed 004's own hooks carry no proof: their bodies are restored only when the engine is told to accept unproven bodies")
+    @Test("the legacy hooks carry no proof: their bodies are restored only when the engine is told to accept unproven bodies")
     func unprovenOptIn() async throws {
         try await withTemporaryFolder { folder async throws in
             let source = FolderSource([try makePackage(in: folder, files: ["index.html": text("x")])])

@@ -9,13 +9,13 @@ typealias Origin = TestOrigin
 @Suite("Network fallback through URLSession, against a real local origin", .serialized)
 struct FallbackTests {
     static let secret = BodyProofSecret.random()
-    func pipeline(_ folder: String, origin: Origin, timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(2), responseHead: .seconds(3), idle: .seconds(3)), routes: [Route] = []) throws -> RequestPipeline {
+    func loader(_ folder: String, origin: Origin, timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(2), responseHead: .seconds(3), idle: .seconds(3)), routes: [Route] = []) throws -> ResourceLoader {
         let package = try makePackage(in: folder, files: ["index.html": text("home"), "offline.html": text("<h1>offline</h1>"), "cached.json": text("{\"cached\":true}")], routes: routes)
         let withOffline = ServedPackage(manifest: try Manifest(
             id: package.manifest.id, version: package.manifest.version, createdAt: package.manifest.createdAt, scope: package.manifest.scope,
             offlinePage: SafePath(validating: "offline.html"), routes: routes, files: package.manifest.files), files: package.files)
         let engine = try ResourceEngine(source: FolderSource([withOffline]), configuration: EngineConfiguration(bodyProof: .required(Self.secret)))
-        return RequestPipeline(engine: engine, policy: NetworkPolicy(
+        return ResourceLoader(engine: engine, policy: NetworkPolicy(
             allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], timeouts: timeouts))
     }
 
@@ -24,13 +24,13 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let pipeline = try pipeline(folder, origin: origin)
+            let loader = try loader(folder, origin: origin)
             let body = "{\"name\":\"Zoë ☕\",\"n\":1}"
             let request = BodyProof.attaching(to: ResourceRequest(method: "POST", url: "satchel://m.shop.com/echo?x=1&y=%20", headers: [
                 "X-Satchel-Body": encodeURIComponentForTests(body), "X-Satchel-Content-Type": "application/json", "X-Custom": "kept",
                 "Cookie": "session=abc", "Connection": "keep-alive",
             ]), secret: Self.secret)
-            let (response, outcome, channel) = await pipeline.respond(to: request)
+            let (response, outcome, channel) = await loader.respond(to: request)
             #expect(outcome == .network)
             #expect(channel == .header)
             #expect(response.status == 200)
@@ -52,9 +52,9 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let pipeline = try pipeline(folder, origin: origin)
+            let loader = try loader(folder, origin: origin)
             for method in ["POST", "PUT"] {
-                let (response, outcome, _) = await pipeline.respond(to: ResourceRequest(method: method, url: "satchel://m.shop.com/echo", body: [0, 1, 2, 255]))
+                let (response, outcome, _) = await loader.respond(to: ResourceRequest(method: method, url: "satchel://m.shop.com/echo", body: [0, 1, 2, 255]))
                 #expect(outcome == .network)
                 let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
                 #expect(Array(Data(base64Encoded: echo.body)!) == [0, 1, 2, 255])
@@ -71,13 +71,13 @@ struct FallbackTests {
             func cookieHeader(for url: String) async -> String? { url.hasPrefix("https://m.shop.com/") ? "jar=1; theme=dark" : nil }
         }
         try await withTemporaryFolder { folder async throws in
-            let base = try pipeline(folder, origin: origin)
-            let pipeline = RequestPipeline(engine: base.engine, policy: NetworkPolicy(
+            let base = try loader(folder, origin: origin)
+            let loader = ResourceLoader(engine: base.engine, policy: NetworkPolicy(
                 allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], cookies: Jar()))
-            let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo"))
+            let (response, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo"))
             let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
             #expect(echo.headers.first { $0[0].lowercased() == "cookie" }?[1] == "jar=1; theme=dark")
-            let (own, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["Cookie": "mine=2"]))
+            let (own, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["Cookie": "mine=2"]))
             let ownEcho = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await own.body.collect()))
             #expect(ownEcho.headers.filter { $0[0].lowercased() == "cookie" }.map { $0[1] } == ["mine=2"])
         }
@@ -88,7 +88,7 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let (response, _, _) = await (try pipeline(folder, origin: origin)).respond(to: ResourceRequest(url: "satchel://m.shop.com/redirect"))
+            let (response, _, _) = await (try loader(folder, origin: origin)).respond(to: ResourceRequest(url: "satchel://m.shop.com/redirect"))
             #expect(response.status == 302)
             #expect(response.headers["Location"] == "/echo")
         }
@@ -99,21 +99,21 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let pipeline = try pipeline(folder, origin: origin)
+            let loader = try loader(folder, origin: origin)
             for (path, status) in [("/reset", 502), ("/garbage", 502)] {
-                let (response, outcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com" + path))
+                let (response, outcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com" + path))
                 #expect(response.status == status, "\(path)")
                 #expect(outcome == .error)
                 #expect(response.headers["X-Satchel-Error"] != nil)
             }
             let started = ContinuousClock.now
-            let (stalled, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/stall"))
+            let (stalled, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/stall"))
             #expect(stalled.status == 504)
             // The origin stalls for 30 s; the head timeout (3 s) answers long before. The bound is loose because
             // the whole suite runs in parallel on two cores, where a timer can fire late.
             #expect(ContinuousClock.now - started < .seconds(12))
             // Nothing listens on port 9 of loopback: connection refused.
-            let refused = RequestPipeline(engine: pipeline.engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": "http://127.0.0.1:9"]))
+            let refused = ResourceLoader(engine: loader.engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": "http://127.0.0.1:9"]))
             let (response, _, _) = await refused.respond(to: ResourceRequest(url: "satchel://m.shop.com/x.json"))
             #expect(response.status == 502)
         }
@@ -124,7 +124,7 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let (response, _, _) = await (try pipeline(folder, origin: origin)).respond(to: ResourceRequest(url: "https://evil.example/steal"))
+            let (response, _, _) = await (try loader(folder, origin: origin)).respond(to: ResourceRequest(url: "https://evil.example/steal"))
             #expect(response.status == 403)
             #expect(response.headers["X-Satchel-Error"]?.contains("evil.example") == true)
         }
@@ -136,21 +136,21 @@ struct FallbackTests {
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
             let routes = [try Route(prefix: "/cached.json", strategy: .networkFirst, timeoutMs: 500)]
-            var pipeline = try pipeline(folder, origin: origin, routes: routes)
+            var loader = try loader(folder, origin: origin, routes: routes)
             // The origin has no /cached.json: a 404 from the network is an answer, and network-first returns it.
-            let (fromNetwork, outcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
+            let (fromNetwork, outcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
             #expect(fromNetwork.status == 404)
             #expect(outcome == .network)
             origin.stop()
-            pipeline = try self.pipeline(folder, origin: origin, routes: routes)
-            let (fallback, fallbackOutcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
+            loader = try self.loader(folder, origin: origin, routes: routes)
+            let (fallback, fallbackOutcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
             #expect(fallbackOutcome == .packageAfterNetworkFailure)
             #expect(try await fallback.body.collect() == text("{\"cached\":true}"))
-            let (page, pageOutcome, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/account", headers: ["Accept": "text/html,*/*"]))
+            let (page, pageOutcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/account", headers: ["Accept": "text/html,*/*"]))
             #expect(pageOutcome == .offlinePage)
             #expect(page.status == 503)
             #expect(try await page.body.collect() == text("<h1>offline</h1>"))
-            let (api, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/api/x", headers: ["Accept": "application/json"]))
+            let (api, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/api/x", headers: ["Accept": "application/json"]))
             #expect(api.status == 502)
         }
     }
@@ -160,9 +160,9 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let pipeline = try pipeline(folder, origin: origin)
+            let loader = try loader(folder, origin: origin)
             let task = Task {
-                let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/hang"))
+                let (response, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/hang"))
                 if case .stream(let stream) = response.body {
                     for try await _ in stream {}
                 }
@@ -173,7 +173,7 @@ struct FallbackTests {
             var events: [String] = []
             for _ in 0..<60 {
                 try await Task.sleep(for: .milliseconds(100))
-                let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: "satchel://m.shop.com/events"))
+                let (response, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/events"))
                 events = try JSONDecoder().decode([String].self, from: Data(try await response.body.collect()))
                 if events.contains("hang: client went away") { break }
             }

@@ -1,5 +1,5 @@
 // A child process for the network fallback's memory test: fetches a body of the given size from an origin
-// through RequestPipeline and NIOFetcher, reading every byte (with a pause of two seconds after the
+// through ResourceLoader and NIOFetcher, reading every byte (with a pause of two seconds after the
 // first megabyte, the way a slow client reads), and reports how much its peak resident memory grew. Run by
 // SatchelNetworkTests; prints one JSON object.
 //   SatchelNetworkProbe <url> <bytes>
@@ -25,12 +25,12 @@ let url = CommandLine.arguments[1]
 let expected = Int(CommandLine.arguments[2])!
 let host = RequestURL(url)!.host
 let fetcher = NIOFetcher()
-let pipeline = RequestPipeline(
+let loader = ResourceLoader(
     engine: try ResourceEngine(source: NoPackages()), fetcher: fetcher,
     policy: NetworkPolicy(allowedHosts: [try HostPattern(host)], timeouts: FetchTimeouts(idle: .seconds(30))))
 
 func fetch(_ bytes: Int, pause: Bool) async throws -> Int {
-    let (response, _, _) = await pipeline.respond(to: ResourceRequest(url: url.replacingOccurrences(of: "n=\(expected)", with: "n=\(bytes)")))
+    let (response, _, _) = await loader.respond(to: ResourceRequest(url: url.replacingOccurrences(of: "n=\(expected)", with: "n=\(bytes)")))
     var total = 0
     var paused = !pause
     for try await chunk in response.body.chunks() {

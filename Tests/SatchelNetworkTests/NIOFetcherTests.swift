@@ -467,7 +467,7 @@ extension NIOFetcherTests {
 
 @Suite("The network fallback's memory, in a child process")
 struct NetworkMemoryTests {
-    @Test("1 GiB through RequestPipeline and NIOFetcher, read with a pause like a slow client: peak memory grows by under 32 MiB")
+    @Test("1 GiB through ResourceLoader and NIOFetcher, read with a pause like a slow client: peak memory grows by under 32 MiB")
     func gigabyteStream() throws {
         let origin = try TestOrigin()
         defer { origin.stop() }

@@ -40,7 +40,7 @@ struct SecurityTests {
         let origin = try TestOrigin()
         defer { origin.stop() }
         let fixture = try await server(origin: origin)
-        let secret = try #require(fixture.server.responder.pipeline.engine.bodyProofSecret)
+        let secret = try #require(fixture.server.responder.loader.engine.bodyProofSecret)
         let form = "/echo?POST_DATA=user%3Dalice%26password%3Dhunter2"
         let binding = "user%3Dalice%26password%3Dhunter2"
         let stale = BodyProof.make(secret: secret, channel: .formQuery, binding: binding, time: Self.nowMilliseconds - 600_000, nonce: "stale-nonce-1")
@@ -79,7 +79,7 @@ struct SecurityTests {
         defer { origin.stop() }
         let log = CapturedLog()
         let fixture = try await server(origin: origin, log: log)
-        let secret = try #require(fixture.server.responder.pipeline.engine.bodyProofSecret)
+        let secret = try #require(fixture.server.responder.loader.engine.bodyProofSecret)
         let client = try RawClient(port: fixture.port)
         // The hook (and so the secret) is in the page the app serves...
         client.send("GET / HTTP/1.1\r\nHost: m.shop.example\r\n\r\n")

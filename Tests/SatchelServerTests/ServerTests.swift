@@ -221,7 +221,7 @@ struct ServerLimitTests {
             port: 0, allowedUpstreams: [try HostPattern("m.shop.example")], upstreamOverrides: ["m.shop.example": "http://127.0.0.1:\(origin.port)"],
             injectHook: true, emulateBodyLoss: true, accessLog: false)
         let fixture = try await ServerFixture(configuration: configuration)
-        let secret = try #require(fixture.server.responder.pipeline.engine.bodyProofSecret)
+        let secret = try #require(fixture.server.responder.loader.engine.bodyProofSecret)
         let client = try RawClient(port: fixture.port)
         // What the hook sends: the body in a header with its proof (the body itself is dropped).
         let token = BodyProof.attaching(to: ResourceRequest(method: "POST", url: "http://m.shop.example/echo", headers: ["X-Satchel-Body": "caf%C3%A9"]), secret: secret).headers["X-Satchel-Token"]!

@@ -34,7 +34,7 @@ struct LifecycleTests {
         }
     }
 
-    @Test("issue 14: two installs without a confirm; rollback returns to the first, and a failing second trial falls back to it")
+    @Test("two installs without a confirm; rollback returns to the first, and a failing second trial falls back to it")
     func twoInstallsNeverStrand() throws {
         try withTemporaryFolder { folder throws in
             let factory = BundleFactory(folder: folder)

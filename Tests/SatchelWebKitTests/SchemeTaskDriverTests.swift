@@ -91,8 +91,8 @@ struct SchemeTaskDriverTests {
         }
         let engine = try ResourceEngine(source: Source(package: ServedPackage(manifest: manifest, folder: root)))
         let policy = NetworkPolicy(allowedHosts: allowed)
-        let pipeline = fetcher.map { RequestPipeline(engine: engine, fetcher: $0, policy: policy) } ?? RequestPipeline(engine: engine, policy: policy)
-        return SchemeTaskDriver(pipeline: pipeline, queue: queue, chunkSize: 16 << 10)
+        let loader = fetcher.map { ResourceLoader(engine: engine, fetcher: $0, policy: policy) } ?? ResourceLoader(engine: engine, policy: policy)
+        return SchemeTaskDriver(loader: loader, queue: queue, chunkSize: 16 << 10)
     }
 
     func makeQueue() -> DispatchQueue {
@@ -242,7 +242,7 @@ struct SchemeTaskDriverTests {
             let driver = try driver(folder, queue: queue, fetcher: upstream, allowed: [try HostPattern("origin.example")])
             // What the hook sends for a beacon, and the same request without the marker; both stopped by WebKit before
             // the upstream answered (the page went away).
-            let secret = try #require(driver.pipeline.engine.bodyProofSecret)
+            let secret = try #require(driver.loader.engine.bodyProofSecret)
             let beacon = RecordingTask(BodyProof.attaching(to: ResourceRequest(method: "POST", url: "https://origin.example/beacon", headers: ["X-Satchel-Body": "bye", "X-Satchel-Keepalive": "1"]), secret: secret))
             let plain = RecordingTask(BodyProof.attaching(to: ResourceRequest(method: "POST", url: "https://origin.example/plain", headers: ["X-Satchel-Body": "bye"]), secret: secret))
             for task in [beacon, plain] {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The names the page's hook and the native side agree on to carry a request body that WebKit drops when it
-/// hands an intercepted request to native code (seed 004, §2.3.2, and DESIGN.md's body restoration).
+/// hands an intercepted request to native code (docs/body-restoration.md; the wire format in docs/formats.md, "Body channels").
 public struct BodyChannels: Sendable, Equatable {
     /// Header channel: the body, percent-encoded as `encodeURIComponent` does (or base64, see
     /// ``encodingHeader``). The first name is the one the hook sends; the rest are also accepted.
@@ -11,7 +11,7 @@ public struct BodyChannels: Sendable, Equatable {
     /// The original method (the page may have sent PUT or PATCH); POST when absent.
     public var methodHeader: String
     /// The original Content-Type, which the header channel cannot keep in the request's own header (WebKit
-    /// keeps that header, but the seed's hook does not set it; ours sends it here).
+    /// keeps that header, but the legacy hook does not set it; Satchel's sends it here).
     public var contentTypeHeader: String
     /// Form-to-query channel: the parameter that carries an `application/x-www-form-urlencoded` body,
     /// percent-encoded once more.
@@ -119,7 +119,7 @@ public struct BodyRestorer: Sendable {
 
     /// - Parameters:
     ///   - takeStoredBody: takes (removes) a body from the body store.
-    ///   - proof: how the request's ``BodyProof`` is checked; nil accepts bodies without one (the seed's own
+    ///   - proof: how the request's ``BodyProof`` is checked; nil accepts bodies without one (the legacy
     ///     hooks, which carry none: an explicit, documented choice, since any content could then forge a
     ///     cookie-bearing POST to the app's origins).
     public func restore(

@@ -1,6 +1,6 @@
 /// Entity tags and the conditional request rules the engine applies (RFC 9110 §8.8.3, §13).
 public enum EntityTag {
-    /// A file's strong ETag (DESIGN.md, Formats): its SHA-256 in quotes.
+    /// A file's strong ETag (docs/formats.md, "ETag"): its SHA-256 in quotes.
     public static func strong(sha256: String) -> String { "\"" + sha256 + "\"" }
 
     /// `If-None-Match`: true when any listed tag matches `etag` by the weak comparison (`W/` ignored), or the

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A release catalog, `catalog.json` (DESIGN.md, Formats: Catalog): what an updater may install, hosted as a
+/// A release catalog, `catalog.json` (docs/formats.md, "Catalog"): what an updater may install, hosted as a
 /// static file beside the bundles. Like the manifest, it has one canonical serialisation, so
 /// `catalog.json.sig` signs exactly ``canonicalBytes`` and two runs of `satchel catalog` agree byte for byte.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `satchel-delta.json`, the third entry of a delta bundle (DESIGN.md, Formats: Delta bundle): which installed
+/// `satchel-delta.json`, the third entry of a delta bundle (docs/formats.md, "Delta bundle"): which installed
 /// version the delta applies to, that version's contentHash (so a different package that happens to carry the
 /// same version number is refused), and the paths the target no longer has.
 ///

@@ -2,7 +2,7 @@ import CWebKitGTK
 import SatchelWebKit
 
 /// The GLib main context as a ``SchemeTaskExecutor``: WebKitGTK calls the scheme handler, and wants every answer,
-/// on the thread that runs this context. Work posted from other threads (the pipeline's Swift tasks) becomes an
+/// on the thread that runs this context. Work posted from other threads (the loader's Swift tasks) becomes an
 /// idle source on the context, dispatched in the order it was posted.
 ///
 /// Chosen over feeding Dispatch's main queue into the GLib loop: that needs libdispatch's private

@@ -40,7 +40,7 @@ public final class MediaRelay: @unchecked Sendable {
     /// Listens at once, on the thread-default main context (create it on the main thread).
     public init(driver: SchemeTaskDriver) throws {
         self.driver = driver
-        schemes = driver.pipeline.engine.configuration.customSchemes
+        schemes = driver.loader.engine.configuration.customSchemes
         var generator = SystemRandomNumberGenerator()
         token = (0..<16).map { _ in
             let byte = UInt8.random(in: 0...255, using: &generator)

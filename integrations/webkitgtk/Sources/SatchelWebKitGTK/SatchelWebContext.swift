@@ -50,8 +50,8 @@ public final class SatchelWebContext: @unchecked Sendable {
         cookies = WebKitCookieJar(manager: webkit_network_session_get_cookie_manager(session), executor: executor)
         var policy = policy
         policy.cookies = cookies
-        let pipeline = RequestPipeline(engine: engine, fetcher: fetcher, policy: policy)
-        let driver = SchemeTaskDriver(pipeline: pipeline, executor: executor, chunkSize: chunkSize)
+        let loader = ResourceLoader(engine: engine, fetcher: fetcher, policy: policy)
+        let driver = SchemeTaskDriver(loader: loader, executor: executor, chunkSize: chunkSize)
         handler = URISchemeHandler(driver: driver, cookies: cookies)
         handler.register(on: context, schemes: engine.configuration.customSchemes)
         bodies = BodyMessageHandler(store: engine.bodyStore, name: hook?.messageHandler ?? "satchelBody")

@@ -26,7 +26,7 @@ public final class URISchemeHandler: @unchecked Sendable {
     public init(driver: SchemeTaskDriver, cookies: WebKitCookieJar? = nil) {
         self.driver = driver
         self.cookies = cookies
-        self.upstreamScheme = driver.pipeline.engine.configuration.upstreamScheme
+        self.upstreamScheme = driver.loader.engine.configuration.upstreamScheme
     }
 
     /// Registers `schemes` on `context`, each marked secure (a secure context, so no mixed-content blocking of its
@@ -60,7 +60,7 @@ public final class URISchemeHandler: @unchecked Sendable {
     /// The 400 for a request whose body no hook channel carries (see the type's documentation), or nil.
     func refusal(for request: ResourceRequest) -> ResourceResponse? {
         let method = request.method.uppercased()
-        let channels = driver.pipeline.engine.configuration.bodyChannels ?? BodyChannels()
+        let channels = driver.loader.engine.configuration.bodyChannels ?? BodyChannels()
         guard !["GET", "HEAD", "OPTIONS"].contains(method), BodyRestorer(channels: channels).claimedChannels(request).isEmpty else { return nil }
         let reason =
             "request body not read: WebKitGTK cannot say whether this \(method)'s body is safe to read natively (a Blob or File body crashes the process), and no Satchel hook channel carries it; inject the hook (--inject-hook)"

@@ -118,7 +118,7 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
     private var upstreamURL: String {
         guard let colon = request.url.firstIndex(of: ":") else { return request.url }
         let scheme = request.url[..<colon].lowercased()
-        return handler.driver.pipeline.engine.configuration.customSchemes.contains(scheme) ? handler.upstreamScheme + request.url[colon...] : request.url
+        return handler.driver.loader.engine.configuration.customSchemes.contains(scheme) ? handler.upstreamScheme + request.url[colon...] : request.url
     }
 }
 

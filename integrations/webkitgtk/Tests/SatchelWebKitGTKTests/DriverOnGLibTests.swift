@@ -90,7 +90,7 @@ struct DriverOnGLibTests {
         defer { package.remove() }
         let loop = MainContextThread()
         defer { loop.stop() }
-        let driver = SchemeTaskDriver(pipeline: RequestPipeline(engine: package.engine, policy: NetworkPolicy(allowedHosts: [])), executor: loop.executor, chunkSize: 256 << 10)
+        let driver = SchemeTaskDriver(loader: ResourceLoader(engine: package.engine, policy: NetworkPolicy(allowedHosts: [])), executor: loop.executor, chunkSize: 256 << 10)
         let reader: StreamReader = await withCheckedContinuation { continuation in
             loop.executor.execute {
                 driver.start(StreamTask(url: "satchel://app.example/large.bin", driver: driver) { stream in
@@ -114,8 +114,8 @@ struct DriverOnGLibTests {
         let loop = MainContextThread()
         defer { loop.stop() }
         let upstream = EndlessUpstream()
-        let pipeline = RequestPipeline(engine: package.engine, fetcher: upstream, policy: NetworkPolicy(allowedHosts: [try HostPattern("origin.example")]))
-        let driver = SchemeTaskDriver(pipeline: pipeline, executor: loop.executor)
+        let loader = ResourceLoader(engine: package.engine, fetcher: upstream, policy: NetworkPolicy(allowedHosts: [try HostPattern("origin.example")]))
+        let driver = SchemeTaskDriver(loader: loader, executor: loop.executor)
         let reader: StreamReader = await withCheckedContinuation { continuation in
             loop.executor.execute {
                 driver.start(StreamTask(url: "https://origin.example/endless", driver: driver) { stream in

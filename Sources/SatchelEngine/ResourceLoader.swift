@@ -10,7 +10,7 @@ import SatchelCore
 /// - network-only: the network.
 /// When both fail on a navigation (`Accept: text/html` or `Sec-Fetch-Mode: navigate`), the package's
 /// offline page answers with 503; otherwise the network's error does (502/504, `X-Satchel-Error`).
-public final class RequestPipeline: Sendable {
+public final class ResourceLoader: Sendable {
     public let engine: ResourceEngine
     public let fetcher: any NetworkFetcher
     public let policy: NetworkPolicy
@@ -41,7 +41,7 @@ public final class RequestPipeline: Sendable {
         }
     }
 
-    /// What the pipeline does with a request before any network: answer it (a package hit, a definite error, a
+    /// What the loader does with a request before any network: answer it (a package hit, a definite error, a
     /// host that is not allowed), or fetch this upstream request. The three steps (``decide(_:)``, the fetch,
     /// ``fallback(for:after:)``) are public so that a caller with a faster way to fetch (the NIO server, on its
     /// event loop) applies exactly the same rules.
