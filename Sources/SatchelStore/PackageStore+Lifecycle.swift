@@ -13,64 +13,58 @@ extension PackageStore {
     /// Makes an installed (or the built-in) version active. A version that served confirmed is active as
     /// confirmed; any other, a failed one included, starts a trial.
     public func activate(_ id: PackageID, _ version: SemanticVersion) throws(StoreError) {
-        let lock = try StoreLock(path: layout.lockFile)
-        defer { withExtendedLifetime(lock) {} }
-        let stored = try storedState(of: id)
-        let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
-        guard var state = effective else { throw .packageNotInstalled(id.value) }
-        let available = availability(of: id)
-        try apply(id) { () throws(StateRefusal) in try state.activate(version, in: available) }
-        try persist(state, for: id, stored: stored, effective: effective)
+        try changeState(of: id) { (state, available) throws(StateRefusal) in try state.activate(version, in: available) }
     }
 
     /// Confirms the trial: the active version becomes the newest confirmed one.
     @discardableResult
     public func confirm(_ id: PackageID) throws(StoreError) -> PackageState {
-        let lock = try StoreLock(path: layout.lockFile)
-        defer { withExtendedLifetime(lock) {} }
-        let stored = try storedState(of: id)
-        let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
-        guard var state = effective else { throw .packageNotInstalled(id.value) }
-        try apply(id) { () throws(StateRefusal) in try state.confirm() }
-        try persist(state, for: id, stored: stored, effective: effective)
-        return state
+        try changeState(of: id) { (state, _) throws(StateRefusal) in try state.confirm() }
     }
 
     /// Returns to the fallback: the newest version that served before and did not fail, else the built-in. The
     /// version left is marked failed, so a second rollback goes further back rather than forth again.
     @discardableResult
     public func rollback(_ id: PackageID) throws(StoreError) -> PackageState {
-        let lock = try StoreLock(path: layout.lockFile)
-        defer { withExtendedLifetime(lock) {} }
-        let stored = try storedState(of: id)
-        let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
-        guard var state = effective else { throw .packageNotInstalled(id.value) }
-        let available = availability(of: id)
-        try apply(id) { () throws(StateRefusal) in try state.rollBack(in: available) }
-        try persist(state, for: id, stored: stored, effective: effective)
-        return state
+        try changeState(of: id) { (state, available) throws(StateRefusal) in try state.rollBack(in: available) }
+    }
+
+    /// The one shape of every operation on one package's state: under the store lock, read the state as it serves
+    /// (lifted to the built-in floor), apply one rule of `PackageState+Rules.swift` (its refusal names the
+    /// package), and write the result when it differs from what is on disk.
+    @discardableResult
+    private func changeState(
+        of id: PackageID, _ rule: (inout PackageState, AvailableVersions) throws(StateRefusal) -> Void
+    ) throws(StoreError) -> PackageState {
+        try withStoreLock { () throws(StoreError) -> PackageState in
+                let loaded = try loadState(of: id)
+                guard var state = loaded.effective else { throw .packageNotInstalled(id.value) }
+                let available = availability(of: id)
+                try apply(id) { () throws(StateRefusal) in try rule(&state, available) }
+                try persist(state, for: id, loaded)
+                return state
+        }
     }
 
     /// Counts one launch of every trial; a trial past ``StoreConfiguration/maxTrialLaunches`` is marked failed and
     /// falls back, persistently, so a crash loop ends even if the app never gets to confirm.
     /// Apps call this once at start (`satchel launch` and `satchel serve` do too); reading never counts.
     public func beginLaunch() throws(StoreError) -> LaunchReport {
-        let lock = try StoreLock(path: layout.lockFile)
-        defer { withExtendedLifetime(lock) {} }
-        var report = LaunchReport(trials: [:], rolledBack: [], exhaustedWithoutFallback: [])
-        for id in try packageIDs() {
-            let stored = try storedState(of: id)
-            let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
-            guard var state = effective else { continue }
-            switch state.beginLaunch(maxTrialLaunches: configuration.maxTrialLaunches, in: availability(of: id)) {
-            case .notOnTrial: break
-            case .counted(let launches): report.trials[id.value] = launches
-            case .rolledBack(let from, let to): report.rolledBack.append(TrialRollback(id: id.value, from: from.description, to: to.description))
-            case .exhaustedWithoutFallback: report.exhaustedWithoutFallback.append(id.value)
+        try withStoreLock { () throws(StoreError) -> LaunchReport in
+            var report = LaunchReport(trials: [:], rolledBack: [], exhaustedWithoutFallback: [])
+            for id in try packageIDs() {
+                let loaded = try loadState(of: id)
+                guard var state = loaded.effective else { continue }
+                switch state.beginLaunch(maxTrialLaunches: configuration.maxTrialLaunches, in: availability(of: id)) {
+                case .notOnTrial: break
+                case .counted(let launches): report.trials[id.value] = launches
+                case .rolledBack(let from, let to): report.rolledBack.append(TrialRollback(id: id.value, from: from.description, to: to.description))
+                case .exhaustedWithoutFallback: report.exhaustedWithoutFallback.append(id.value)
+                }
+                try persist(state, for: id, loaded)
             }
-            try persist(state, for: id, stored: stored, effective: effective)
+            return report
         }
-        return report
     }
 
     // MARK: Removal and garbage collection
@@ -80,29 +74,28 @@ extension PackageStore {
     /// the versions the rule keeps (the fallback, the newest confirmed one) are refused. A version a running
     /// engine has pinned leaves the state now and the disk when the engine lets go of it.
     public func remove(_ id: PackageID, version: SemanticVersion? = nil) throws(StoreError) {
-        let lock = try StoreLock(path: layout.lockFile)
-        defer { withExtendedLifetime(lock) {} }
-        let stored = try storedState(of: id)
-        let builtIn = builtIns[id]
-        let folders = versionFolders(of: id)
-        guard stored != nil || !folders.isEmpty || builtIn != nil else { throw .packageNotInstalled(id.value) }
-        guard let version else {
-            if stored == nil, folders.isEmpty, let builtIn { throw .builtInReadOnly(id: id.value, version: builtIn.version.description) }
-            try removePackage(id)
-            return
+        try withStoreLock { () throws(StoreError) in
+            let loaded = try loadState(of: id)
+            let builtIn = builtIns[id]
+            let folders = versionFolders(of: id)
+            guard loaded.stored != nil || !folders.isEmpty || builtIn != nil else { throw .packageNotInstalled(id.value) }
+            guard let version else {
+                if loaded.stored == nil, folders.isEmpty, let builtIn { throw .builtInReadOnly(id: id.value, version: builtIn.version.description) }
+                try removePackage(id)
+                return
+            }
+            guard folders.contains(version) else {
+                if version == builtIn?.version { throw .builtInReadOnly(id: id.value, version: version.description) }
+                throw .versionNotInstalled(id: id.value, version: version.description)
+            }
+            var state = loaded.effective
+            if state != nil {
+                let available = availability(of: id)
+                try apply(id) { () throws(StateRefusal) in try state!.remove(version, in: available) }
+                try persist(state!, for: id, loaded)
+            }
+            try deleteUnretained(id, state: state)
         }
-        guard folders.contains(version) else {
-            if version == builtIn?.version { throw .builtInReadOnly(id: id.value, version: version.description) }
-            throw .versionNotInstalled(id: id.value, version: version.description)
-        }
-        let effective = PackageState.effective(stored: stored, builtIn: builtIn?.version)
-        var state = effective
-        if state != nil {
-            let available = availability(of: id)
-            try apply(id) { () throws(StateRefusal) in try state!.remove(version, in: available) }
-            try persist(state!, for: id, stored: stored, effective: effective)
-        }
-        try deleteUnretained(id, state: state)
     }
 
     /// Forgets, then deletes, every version the rule does not keep: versions that are not active, not the
@@ -110,20 +103,19 @@ extension PackageStore {
     /// other ones that served; failed versions go too.
     /// - Returns: the removed versions, as `id@version`.
     public func collectGarbage(keep: Int = 0) throws(StoreError) -> [String] {
-        let lock = try StoreLock(path: layout.lockFile)
-        defer { withExtendedLifetime(lock) {} }
-        var removed: [String] = []
-        for id in try packageIDs() {
-            let stored = try storedState(of: id)
-            let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
-            var state = effective
-            if state != nil {
-                state!.collectGarbage(keep: keep, in: availability(of: id))
-                try persist(state!, for: id, stored: stored, effective: effective)
+        try withStoreLock { () throws(StoreError) -> [String] in
+            var removed: [String] = []
+            for id in try packageIDs() {
+                let loaded = try loadState(of: id)
+                var state = loaded.effective
+                if state != nil {
+                    state!.collectGarbage(keep: keep, in: availability(of: id))
+                    try persist(state!, for: id, loaded)
+                }
+                removed += try deleteUnretained(id, state: state).map { "\(id)@\($0)" }
             }
-            removed += try deleteUnretained(id, state: state).map { "\(id)@\($0)" }
+            return removed
         }
-        return removed
     }
 
     /// Deletes the package's version folders outside the keep set (``PackageState/retained(by:pinned:)``),
@@ -195,14 +187,13 @@ extension PackageStore {
             let folder = layout.packages + "/" + name
             guard let id = try? PackageID(name) else { continue }
             for file in FileSystem.list(folder) where file.hasSuffix(".tmp") { try FileSystem.removeTree(folder + "/" + file) }
-            let stored = try storedState(of: id)
-            let effective = PackageState.effective(stored: stored, builtIn: builtIns[id]?.version)
+            let loaded = try loadState(of: id)
             // An app update that ships a newer built-in lifts the state to it, on disk too.
-            if let stored, let effective, effective != stored { try writeState(effective, for: id) }
+            if loaded.stored != nil, let effective = loaded.effective { try persist(effective, for: id, loaded) }
             // A first install killed before its state was written never became visible: with no state, nothing
             // is kept but what an engine pins.
-            try deleteUnretained(id, state: stored == nil ? nil : effective)
-            if stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try discard(folder) }
+            try deleteUnretained(id, state: loaded.stored == nil ? nil : loaded.effective)
+            if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try discard(folder) }
         }
     }
 }

@@ -184,8 +184,10 @@ public final class PackageStore: Sendable {
     ///     ``StoreError/failedBefore(id:version:)``, so a crashing release is not brought back by the next update.
     @discardableResult
     public func install(bundle path: String, expectedSHA256: String? = nil, retryingFailed: Bool = false) throws(StoreError) -> InstallResult {
-        let lock = try StoreLock(path: layout.lockFile)
-        defer { withExtendedLifetime(lock) {} }
+        try withStoreLock { () throws(StoreError) -> InstallResult in try installLocked(bundle: path, expectedSHA256: expectedSHA256, retryingFailed: retryingFailed) }
+    }
+
+    private func installLocked(bundle path: String, expectedSHA256: String?, retryingFailed: Bool) throws(StoreError) -> InstallResult {
         if let expected = expectedSHA256?.lowercased() {
             let actual = try Self.sha256(ofFile: path)
             guard actual == expected else { throw .bundleChecksumMismatch(expected: expected, actual: actual) }
@@ -197,9 +199,9 @@ public final class PackageStore: Sendable {
         let manifest = reader.manifest
         let id = manifest.id
         try checkScope(of: manifest)
-        let stored = try storedState(of: id)
+        let loaded = try loadState(of: id)
         let builtIn = builtIns[id]
-        let previous = PackageState.effective(stored: stored, builtIn: builtIn?.version)
+        let previous = loaded.effective
         if let previous, previous.failed.contains(manifest.version), !retryingFailed {
             throw .failedBefore(id: id.value, version: manifest.version.description)
         }
@@ -207,7 +209,7 @@ public final class PackageStore: Sendable {
         var available = availability(of: id)
         available.installed.insert(manifest.version)
         var next = previous ?? .firstInstall(manifest.version)
-        if previous != nil { try apply(id) { () throws(StateRefusal) in try next.install(manifest.version, in: available) } }
+        if previous != nil { _ = try apply(id) { () throws(StateRefusal) in try next.install(manifest.version, in: available) } }
         FaultInjection.checkpoint("verify")
 
         let target = layout.version(id, manifest.version)
@@ -241,12 +243,12 @@ public final class PackageStore: Sendable {
             id: id.value, version: manifest.version.description, fileCount: manifest.files.count,
             bytes: manifest.totalSize, contentHash: manifest.contentHash, previous: previous?.active.description,
             extracted: extracted, delta: applied, builtIn: builtIn?.version == manifest.version ? true : nil)
-        if next == stored || (stored == nil && next == previous) { return result }
+        guard loaded.needsWriting(next) else { return result }
         do {
             try writeState(next, for: id)
         } catch {
             if extracted { try? discard(target) }
-            if stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try? discard(layout.package(id)) }
+            if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try? discard(layout.package(id)) }
             throw error
         }
         return result
@@ -409,12 +411,37 @@ public final class PackageStore: Sendable {
         try FileSystem.writeAtomically(state.canonicalBytes, to: layout.state(id)) { FaultInjection.checkpoint("switch") }
     }
 
-    /// Writes the state a rule produced, unless nothing changed. A package that only its built-in provides
-    /// keeps having no state file until something is installed or chosen.
-    func persist(_ state: PackageState, for id: PackageID, stored: PackageState?, effective: PackageState?) throws(StoreError) {
-        if let stored, stored == state { return }
-        if stored == nil, state == effective { return }
-        try writeState(state, for: id)
+    /// Runs `body` holding the store lock: every operation that reads state to change it does, so two processes
+    /// never apply rules to the same state at once.
+    func withStoreLock<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        let lock = try StoreLock(path: layout.lockFile)
+        defer { withExtendedLifetime(lock) {} }
+        return try body()
+    }
+
+    /// A package's state as read under the store lock.
+    struct LoadedState {
+        /// Its `state.json`; nil when it has none (a package only its built-in provides).
+        let stored: PackageState?
+        /// As it serves: the stored state lifted to the built-in floor (``PackageState/effective(stored:builtIn:)``).
+        let effective: PackageState?
+
+        /// Whether `state`, the result of a rule, must be written. A package that only its built-in provides keeps
+        /// having no state file until something is installed or chosen.
+        func needsWriting(_ state: PackageState) -> Bool {
+            if let stored { return stored != state }
+            return state != effective
+        }
+    }
+
+    func loadState(of id: PackageID) throws(StoreError) -> LoadedState {
+        let stored = try storedState(of: id)
+        return LoadedState(stored: stored, effective: PackageState.effective(stored: stored, builtIn: builtIns[id]?.version))
+    }
+
+    /// Writes the state a rule produced, unless nothing changed.
+    func persist(_ state: PackageState, for id: PackageID, _ loaded: LoadedState) throws(StoreError) {
+        if loaded.needsWriting(state) { try writeState(state, for: id) }
     }
 
     /// Applies a rule, naming the package in the error it refuses with.
