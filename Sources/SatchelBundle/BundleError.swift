@@ -62,3 +62,18 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension BundleError {
+    /// A bundle's manifest checked by ``SignatureCheck``, the refusal as a bundle error. Every reader of bundles
+    /// (streamed or in place) calls this, so there is one rule for what a trusted key requires.
+    static func checkingSignature(of manifestBytes: [UInt8], _ signature: Signature?, trustedKeys: [VerifyingKey]) throws(BundleError) -> Bool {
+        do {
+            return try SignatureCheck.verify(manifestBytes, signature: signature, trustedKeys: trustedKeys)
+        } catch {
+            switch error {
+            case .unsigned: throw .unsigned
+            case .mismatch: throw .signatureMismatch
+            }
+        }
+    }
+}

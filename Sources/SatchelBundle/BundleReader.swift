@@ -99,13 +99,7 @@ public final class BundleReader {
         } catch {
             throw .archive(.corrupt(entry: nil, reason: "\(error)"))
         }
-        if trustedKeys.isEmpty {
-            signatureVerified = false
-        } else {
-            guard let signature else { throw .unsigned }
-            guard trustedKeys.contains(where: { $0.isValid(signature, for: manifestBytes) }) else { throw .signatureMismatch }
-            signatureVerified = true
-        }
+        signatureVerified = try BundleError.checkingSignature(of: manifestBytes, signature, trustedKeys: trustedKeys)
     }
 
     /// Streams every file to `sink`, checking that the archive holds exactly the manifest's files (for a delta:

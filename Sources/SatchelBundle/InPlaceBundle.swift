@@ -78,13 +78,7 @@ public final class InPlaceBundle: PackageArchive {
         if let extra = queue.first { throw .unexpectedEntry(extra.name) }
         self.entries = entries
 
-        if trustedKeys.isEmpty {
-            signatureVerified = false
-        } else {
-            guard let signature else { throw .unsigned }
-            guard trustedKeys.contains(where: { $0.isValid(signature, for: manifestBytes) }) else { throw .signatureMismatch }
-            signatureVerified = true
-        }
+        signatureVerified = try BundleError.checkingSignature(of: manifestBytes, signature, trustedKeys: trustedKeys)
         var hasher = SHA256()
         for entry in directory.entries {
             hasher.update(data: Array("\(entry.name)\u{0}\(entry.method == .stored ? 0 : 8) \(entry.crc32) \(entry.compressedSize) \(entry.size) \(entry.dataOffset)\n".utf8))

@@ -129,7 +129,7 @@ extension PackageStore {
             if !configuration.trustedKeys.isEmpty {
                 let signature = (try? FileSystem.read(folder + "/" + Manifest.signatureFileName)).flatMap { try? Signature(base64: String(decoding: $0, as: UTF8.self)) }
                 let manifestBytes = try FileSystem.read(folder + "/" + Manifest.fileName)
-                if signature.map({ s in configuration.trustedKeys.contains { $0.isValid(s, for: manifestBytes) } }) != true {
+                if (try? SignatureCheck.verify(manifestBytes, signature: signature, trustedKeys: configuration.trustedKeys)) != true {
                     problem(Manifest.signatureFileName, .signature)
                 }
             }

@@ -79,9 +79,9 @@ public struct CatalogClient: Sendable {
                 throw .httpStatus(url: signatureURL, status: sigStatus)
             }
             let text = String(decoding: sigBody, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let signature = try? Signature(base64: text), trustedKeys.contains(where: { $0.isValid(signature, for: bytes) }) else {
-                throw .catalogSignatureInvalid(url: url)
-            }
+            guard let signature = try? Signature(base64: text),
+                (try? SignatureCheck.verify(bytes, signature: signature, trustedKeys: trustedKeys)) == true
+            else { throw .catalogSignatureInvalid(url: url) }
             signed = true
         }
         let catalog: Catalog
