@@ -194,16 +194,7 @@ public struct Manifest: Hashable, Sendable {
     /// Parses and checks `satchel.json` bytes. With `requireCanonical`, bytes that are valid but not in
     /// canonical form are refused too: a signed manifest must be the exact bytes the packer wrote.
     public static func decode(_ bytes: [UInt8], requireCanonical: Bool = true) throws(ManifestError) -> Manifest {
-        guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count) }
-        let wire: Wire
-        do { wire = try JSONProblem.decode(Wire.self, from: bytes) } catch {
-            switch error {
-            case .malformed(let why): throw .malformed(why)
-            case .missingField(let field): throw .missingField(field)
-            case .invalidField(let field): throw .invalidField(field)
-            }
-        }
-        guard wire.schema == schemaVersion else { throw .unsupportedSchema(wire.schema) }
+        let wire = try VersionedDocument.decode(Wire.self, from: bytes, maxBytes: maxBytes, schema: schemaVersion, as: ManifestError.self)
         var files: [FileRecord] = []
         files.reserveCapacity(wire.files.count)
         for file in wire.files {
@@ -221,11 +212,15 @@ public struct Manifest: Hashable, Sendable {
             schema: wire.schema, id: wire.id, version: wire.version, createdAt: wire.createdAt, scope: wire.scope,
             entry: entry, spaFallback: wire.spaFallback, offlinePage: offlinePage, routes: wire.routes,
             minRuntime: wire.minRuntime, files: files, contentHash: wire.contentHash)
-        if requireCanonical, manifest.canonicalBytes != bytes { throw .notCanonical }
+        if requireCanonical, manifest.canonicalBytes != bytes {
+            // Readers refuse fields they do not know (docs/formats.md, "Schema rules for older readers"): say which.
+            if let field = VersionedDocument.unknownField(in: bytes, canonical: manifest.canonicalBytes) { throw .unknownField(field) }
+            throw .notCanonical
+        }
         return manifest
     }
 
-    private struct Wire: Decodable {
+    private struct Wire: VersionedWire {
         struct File: Decodable {
             let path: String
             let size: Int64
@@ -248,7 +243,7 @@ public struct Manifest: Hashable, Sendable {
 }
 
 /// Why a manifest was refused. Each case names the field or path at fault.
-public enum ManifestError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum ManifestError: Error, Equatable, Sendable, CustomStringConvertible, VersionedDocumentError {
     case malformed(String)
     case tooLarge(Int)
     case missingField(String)
@@ -265,6 +260,9 @@ public enum ManifestError: Error, Equatable, Sendable, CustomStringConvertible {
     case offlinePageMissing(String)
     case contentHashMismatch(claimed: String, computed: String)
     case notCanonical
+    /// A field this runtime does not know: a manifest of a newer format (its bundle's catalog entry should carry a
+    /// `minRuntime` that keeps older runtimes away).
+    case unknownField(String)
 
     public var description: String {
         switch self {
@@ -279,6 +277,7 @@ public enum ManifestError: Error, Equatable, Sendable, CustomStringConvertible {
         case .filesNotSorted(let path): "manifest files are not sorted by UTF-8 bytes at \(path.debugDescription)"
         case .pathCollision(let a, let b): "paths \(a.debugDescription) and \(b.debugDescription) collide after NFC and case folding"
         case .reservedPath(let path): "\(path.debugDescription) is reserved for Satchel's own files"
+        case .unknownField(let field): "manifest holds the field \(field), which this Satchel does not know (a newer manifest format: the bundle needs a newer runtime)"
         case .fileShadowsFolder(let path): "\(path.debugDescription) is both a file and a folder"
         case .entryMissing(let path): "entry \(path.debugDescription) is not one of the package's files"
         case .offlinePageMissing(let path): "offline page \(path.debugDescription) is not one of the package's files"

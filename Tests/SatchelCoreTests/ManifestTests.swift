@@ -117,6 +117,37 @@ struct ManifestTests {
         #expect(throws: ManifestError.malformed("not valid JSON")) { try Manifest.decode(Array("{not json".utf8)) }
     }
 
+    @Test("a manifest of a newer format is refused by name: its schema, or the field this reader does not know")
+    func newerFormats() throws {
+        let manifest = try Fixture.manifest(routes: [Route(prefix: "/api/", strategy: .networkFirst, timeoutMs: 2500)])
+        func mutated(_ change: (inout [String: Any]) -> Void) -> [UInt8] {
+            var object = Fixture.json(manifest)
+            change(&object)
+            return Fixture.bytes(object)
+        }
+        // A schema 2 document whose fields are not schema 1's is a schema problem, not a missing field.
+        #expect(throws: ManifestError.unsupportedSchema(2)) {
+            try Manifest.decode(mutated { $0["schema"] = 2; $0["files"] = nil; $0["objects"] = ["x"] })
+        }
+        #expect(throws: ManifestError.unknownField("signedBy")) { try Manifest.decode(mutated { $0["signedBy"] = "ci" }) }
+        #expect(throws: ManifestError.unknownField("routes[0].cache")) {
+            try Manifest.decode(mutated { object in
+                var routes = object["routes"] as! [[String: Any]]
+                routes[0]["cache"] = "return-cache-else-load"
+                object["routes"] = routes
+            })
+        }
+        #expect(throws: ManifestError.unknownField("files[1].encoding")) {
+            try Manifest.decode(mutated { object in
+                var files = object["files"] as! [[String: Any]]
+                files[1]["encoding"] = "br"
+                object["files"] = files
+            })
+        }
+        // An optional field written as null is a canonical-form problem, not an unknown field.
+        #expect(throws: ManifestError.notCanonical) { try Manifest.decode(mutated { $0["minRuntime"] = NSNull() }) }
+    }
+
     @Test("names that collide, shadow folders or are reserved are refused")
     func pathConflicts() throws {
         #expect(throws: ManifestError.pathCollision("INDEX.html", "index.html")) {

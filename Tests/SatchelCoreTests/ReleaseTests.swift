@@ -25,6 +25,17 @@ private func entry(_ version: String, size: Int64 = 1000, minRuntime: String? = 
         #expect(!catalog.isExpired(at: Timestamp(secondsSinceEpoch: 1_799_999_999)))
     }
 
+    @Test("catalog readers ignore fields they do not know, at the top and in entries; another schema is refused")
+    func ignoresUnknownCatalogFields() throws {
+        let expires = #""expires":"2030-01-01T00:00:00Z""#
+        let entry = #"{"id":"shop","version":"1.0.0","url":"a.zip","size":1,"sha256":"\#(shaA)","deltas":[],"rollout":{"percent":10}}"#
+        let catalog = try Catalog.decode(Array(#"{"schema":1,\#(expires),"serial":7,"packages":[\#(entry)]}"#.utf8))
+        #expect(catalog.packages.map(\.version.description) == ["1.0.0"])
+        #expect(throws: CatalogError.unsupportedSchema(2)) {
+            try Catalog.decode(Array(#"{"schema":2,"channels":{}}"#.utf8))
+        }
+    }
+
     @Test func refusesBadCatalogsNamingTheFault() {
         let expires = #""expires":"2030-01-01T00:00:00Z""#
         let cases: [(String, CatalogError)] = [

@@ -62,16 +62,7 @@ public struct Catalog: Hashable, Sendable {
     /// Parses and checks catalog bytes. Unlike manifests, non-canonical catalogs are accepted: a release team
     /// may write or edit one by hand; the signature covers whatever bytes were published.
     public static func decode(_ bytes: [UInt8]) throws(CatalogError) -> Catalog {
-        guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count) }
-        let wire: Wire
-        do { wire = try JSONProblem.decode(Wire.self, from: bytes) } catch {
-            switch error {
-            case .malformed(let why): throw .malformed(why)
-            case .missingField(let field): throw .missingField(field)
-            case .invalidField(let field): throw .invalidField(field)
-            }
-        }
-        guard wire.schema == schemaVersion else { throw .unsupportedSchema(wire.schema) }
+        let wire = try VersionedDocument.decode(Wire.self, from: bytes, maxBytes: maxBytes, schema: schemaVersion, as: CatalogError.self)
         return try Catalog(
             expires: wire.expires,
             packages: wire.packages.map { entry in
@@ -82,7 +73,7 @@ public struct Catalog: Hashable, Sendable {
             })
     }
 
-    private struct Wire: Decodable {
+    private struct Wire: VersionedWire {
         struct Entry: Decodable {
             let id: PackageID
             let version: SemanticVersion
@@ -189,7 +180,7 @@ public struct CatalogDelta: Hashable, Sendable {
 }
 
 /// Why a catalog was refused; each case names the field or entry at fault.
-public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible, VersionedDocumentError {
     case malformed(String)
     case tooLarge(Int)
     case missingField(String)

@@ -63,15 +63,24 @@ public struct DeltaManifest: Hashable, Sendable {
             let deleted: [String]
         }
         let wire: Wire
-        do { wire = try JSONDecoder().decode(Wire.self, from: Data(bytes)) } catch {
-            throw .malformed("\(fileName) is not valid: \(error)")
+        do { wire = try JSONProblem.decode(Wire.self, from: bytes) } catch {
+            switch error {
+            case .malformed(let why): throw .malformed("\(fileName) is malformed: \(why)")
+            case .missingField(let field): throw .malformed("\(fileName) lacks the field \(field)")
+            case .invalidField(let field): throw .invalidField(field)
+            }
         }
         var deleted: [SafePath] = []
         for path in wire.deleted {
             do { deleted.append(try SafePath(validating: path)) } catch { throw .unsafePath(error) }
         }
         let manifest = try DeltaManifest(from: wire.from, fromContentHash: wire.fromContentHash, deleted: deleted)
-        guard manifest.canonicalBytes == bytes else { throw .malformed("\(fileName) is not in canonical form") }
+        guard manifest.canonicalBytes == bytes else {
+            if let field = VersionedDocument.unknownField(in: bytes, canonical: manifest.canonicalBytes) {
+                throw .malformed("\(fileName) holds the field \(field), which this Satchel does not know")
+            }
+            throw .malformed("\(fileName) is not in canonical form")
+        }
         return manifest
     }
 }
