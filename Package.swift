@@ -71,7 +71,7 @@ let package = Package(
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelCore"]),
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
         // engine's NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
-        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore"]),
+        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelEngine", "SatchelCore"]),
         // The network fallback on SwiftNIO: a NetworkFetcher with its own pooled HTTP/1.1 client (NIOSSL for https)
         // that shares the server's event loops, keeps header fields as sent, and reads the upstream only as fast as
         // the consumer takes it.

@@ -19,15 +19,7 @@ final class FileOutput {
     }
 
     func write(_ buffer: UnsafeRawBufferPointer) throws {
-        var offset = 0
-        while offset < buffer.count {
-            let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw ArchiveError.io(operation: "write", path: path, errno: errno)
-            }
-            offset += written
-        }
+        if let code = POSIXWrite.all(buffer, to: descriptor) { throw ArchiveError.io(operation: "write", path: path, errno: code) }
     }
 
     /// Overwrites bytes already written, at `offset`.

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelArchive
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -98,25 +99,11 @@ enum FileSystem {
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(StoreError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .system("write", path)
-            }
-            offset += written
-        }
+        if let code = POSIXWrite.all(bytes, to: descriptor) { throw .system("write", path, code) }
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], path: String) throws(StoreError) {
-        let result: Result<Void, StoreError> = bytes.withUnsafeBytes { raw in
-            do throws(StoreError) {
-                try writeAll(descriptor, raw, path: path)
-                return .success(())
-            } catch { return .failure(error) }
-        }
-        try result.get()
+        if let code = POSIXWrite.all(bytes, to: descriptor) { throw .system("write", path, code) }
     }
 
     static func syncDirectory(_ path: String) throws(StoreError) {

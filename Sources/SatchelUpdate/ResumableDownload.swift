@@ -1,4 +1,5 @@
 import Foundation
+import SatchelArchive
 import SatchelBundle
 import SatchelCore
 import SatchelEngine
@@ -227,15 +228,7 @@ public struct ResumableDownload: Sendable {
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], path: String) throws(UpdateError) {
-        var done = 0
-        while done < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + done, $0.count - done) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .system("write", path)
-            }
-            done += count
-        }
+        if let code = POSIXWrite.all(bytes, to: descriptor) { throw .system("write", path, code) }
     }
 }
 
