@@ -294,28 +294,15 @@ public final class ResourceEngine: Sendable {
         addCORS(to: &headers, origin: request.headers["Origin"])
         if configuration.diagnosticHeader { headers.add("X-Satchel-Source", "\(package.label) \(file.record.path)") }
 
-        var range: ClosedRange<Int64>?
-        switch RepresentationSelection.select(method: method, headers: request.headers, etag: file.etag, size: size) {
-        case .notModified:
-            return ResourceResponse(status: 304, headers: headers)
-        case .unsatisfiable:
-            headers.add("Content-Range", "bytes */\(size)")
-            headers.add("Content-Length", "0")
-            return ResourceResponse(status: 416, headers: headers)
-        case .partial(let selected): range = selected
-        case .full: break
-        }
-        let offset = range?.lowerBound ?? 0
-        let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
-        let status = range == nil ? 200 : 206
-        if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
-        headers.add("Content-Length", String(length))
-        if method == "HEAD" { return ResourceResponse(status: status, headers: headers) }
+        let answer = RepresentationSelection.select(method: method, headers: request.headers, etag: file.etag, size: size).answer(size: size)
+        answer.addFraming(to: &headers)
+        guard answer.sendsBody, method != "HEAD" else { return ResourceResponse(status: answer.status, headers: headers) }
+        let (status, offset, length) = (answer.status, answer.offset, answer.length)
         if let encoded = file.encoded {
             return respondDecoding(encoded, status: status, headers: headers, file: file, package: package, offset: offset, length: length)
         }
         if let bytes = smallFiles.bytes(for: file.cacheKey, at: file.location, offset: file.offset, size: size) {
-            return ResourceResponse(status: status, headers: headers, body: .bytes(range == nil ? bytes : Array(bytes[Int(offset)..<Int(offset + length)])))
+            return ResourceResponse(status: status, headers: headers, body: .bytes(length == size ? bytes : Array(bytes[Int(offset)..<Int(offset + length)])))
         }
         guard let region = FileRegion(path: file.location, offset: file.offset + offset, length: length) else {
             return Self.plain(500, "cannot open \(file.record.path) of \(package.label)")

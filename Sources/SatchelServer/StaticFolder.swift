@@ -18,23 +18,10 @@ struct StaticFolder: Sendable {
         var headers: HTTPHeaders = [
             "Content-Type": MIMETable.entry(for: relative).type, "ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "no-cache",
         ]
-        var range: ClosedRange<Int64>?
-        switch RepresentationSelection.select(method: request.method, headers: request.headers, etag: etag, size: size) {
-        case .notModified:
-            return ResourceResponse(status: 304, headers: headers)
-        case .unsatisfiable:
-            headers.add("Content-Range", "bytes */\(size)")
-            headers.add("Content-Length", "0")
-            return ResourceResponse(status: 416, headers: headers)
-        case .partial(let selected): range = selected
-        case .full: break
-        }
-        let offset = range?.lowerBound ?? 0
-        let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
-        if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
-        headers.add("Content-Length", String(length))
-        if request.method == "HEAD" { return ResourceResponse(status: range == nil ? 200 : 206, headers: headers) }
-        guard let region = FileRegion(path: location, offset: offset, length: length) else { return nil }
-        return ResourceResponse(status: range == nil ? 200 : 206, headers: headers, body: .file(region))
+        let answer = RepresentationSelection.select(method: request.method, headers: request.headers, etag: etag, size: size).answer(size: size)
+        answer.addFraming(to: &headers)
+        guard answer.sendsBody, request.method != "HEAD" else { return ResourceResponse(status: answer.status, headers: headers) }
+        guard let region = FileRegion(path: location, offset: answer.offset, length: answer.length) else { return nil }
+        return ResourceResponse(status: answer.status, headers: headers, body: .file(region))
     }
 }

@@ -257,3 +257,20 @@ struct RepresentationSelectionTests {
         #expect(select([:]) == .full)
     }
 }
+
+@Suite("What a selection means on the wire")
+struct RepresentationAnswerTests {
+    @Test("status, framing and body bytes of each selection for a 100-byte representation", arguments: [
+        (RepresentationSelection.notModified, 304, 0, 0, nil, false, [String]()),
+        (.unsatisfiable, 416, 0, 0, "bytes */100", false, ["Content-Range: bytes */100", "Content-Length: 0"]),
+        (.partial(10...19), 206, 10, 10, "bytes 10-19/100", true, ["Content-Range: bytes 10-19/100", "Content-Length: 10"]),
+        (.full, 200, 0, 100, nil, true, ["Content-Length: 100"]),
+    ])
+    func answers(selection: RepresentationSelection, status: Int, offset: Int64, length: Int64, range: String?, body: Bool, framing: [String]) {
+        let answer = selection.answer(size: 100)
+        #expect(answer == RepresentationAnswer(status: status, offset: offset, length: length, contentRange: range, sendsBody: body))
+        var headers = HTTPHeaders()
+        answer.addFraming(to: &headers)
+        #expect(headers.map { "\($0.name): \($0.value)" } == framing)
+    }
+}
