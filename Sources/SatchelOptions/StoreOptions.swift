@@ -25,12 +25,7 @@ public struct StoreOptions: ParsableArguments {
 
     /// The store's configuration; a key file that cannot be read or parsed is a usage error naming it.
     public func configuration() throws -> StoreConfiguration {
-        var keys: [VerifyingKey] = []
-        for path in publicKeys {
-            do { keys.append(try VerifyingKey(base64: try KeyFile.read(path, option: "--public-key"))) } catch let error as KeyError {
-                throw ValidationError("--public-key \(path): \(error)")
-            }
-        }
+        let keys = try publicKeys.map { try KeyFile.verifyingKey($0) }
         return StoreConfiguration(trustedKeys: keys, maxTrialLaunches: maxTrialLaunches, builtIns: builtIns)
     }
 
@@ -42,13 +37,21 @@ public struct StoreOptions: ParsableArguments {
     }
 }
 
-/// Key files named on a command line (`--public-key`, `--sign-key`).
+/// Key files named on a command line (`--public-key`, `--sign-key`): any failure to read or parse one is a usage
+/// error that names the option and the file.
 public enum KeyFile {
-    /// Reads a key file, turning any failure into a usage error that names the file.
-    public static func read(_ path: String, option: String) throws -> String {
+    public static func verifyingKey(_ path: String, option: String = "--public-key") throws -> VerifyingKey {
+        try parse(path, option: option) { text throws(KeyError) in try VerifyingKey(base64: text) }
+    }
+
+    public static func signingKey(_ path: String, option: String = "--sign-key") throws -> SigningKey {
+        try parse(path, option: option) { text throws(KeyError) in try SigningKey(base64: text) }
+    }
+
+    private static func parse<Key>(_ path: String, option: String, _ make: (String) throws(KeyError) -> Key) throws -> Key {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ValidationError("cannot read \(option) file \(path)")
         }
-        return String(decoding: data, as: UTF8.self)
+        do { return try make(String(decoding: data, as: UTF8.self)) } catch { throw ValidationError("\(option) \(path): \(error)") }
     }
 }

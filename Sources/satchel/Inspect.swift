@@ -15,11 +15,7 @@ extension Satchel {
         var json = false
 
         func run() throws {
-            let reader: BundleReader
-            do { reader = try BundleReader(path: bundle) } catch {
-                Output.error("\(error)")
-                throw ExitCode.failure
-            }
+            let reader = try Output.failing { try BundleReader(path: bundle) }
             let m = reader.manifest
             if json {
                 FileHandle.standardOutput.write(Data(reader.manifestBytes + [0x0A]))

@@ -22,7 +22,7 @@ extension Satchel {
             let key = SigningKey.generate()
             let privatePath = output + "/satchel.key"
             let publicPath = output + "/satchel.pub"
-            do {
+            try Output.failing {
                 try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
                 if force {
                     unlink(privatePath)
@@ -30,9 +30,6 @@ extension Satchel {
                 }
                 try write(key.base64, to: privatePath, mode: 0o600)
                 try write(key.verifyingKey.base64, to: publicPath, mode: 0o644)
-            } catch {
-                Output.error("\(error)")
-                throw ExitCode.failure
             }
             Output.line("wrote \(privatePath) (keep it secret) and \(publicPath)")
         }

@@ -32,6 +32,23 @@ enum Output {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
+    /// The one way a command fails on a refused input or a failed operation: `error: <text>` on stderr, exit 1
+    /// (usage errors go through argument-parser's `ValidationError` instead, exit 64).
+    static func failure(_ text: String) -> ExitCode {
+        error(text)
+        return .failure
+    }
+
+    /// Runs `body`; whatever it throws is printed as `error: [context: ]<the error's one-line description>` and the
+    /// command exits 1.
+    static func failing<T, Failure: Error>(_ context: String? = nil, _ body: () throws(Failure) -> T) throws -> T {
+        do { return try body() } catch { throw failure(context.map { "\($0): \(error)" } ?? "\(error)") }
+    }
+
+    static func failing<T, Failure: Error>(_ context: String? = nil, _ body: () async throws(Failure) -> T) async throws -> T {
+        do { return try await body() } catch { throw failure(context.map { "\($0): \(error)" } ?? "\(error)") }
+    }
+
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 
     static func bytes(_ count: Int64) -> String {

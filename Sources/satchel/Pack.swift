@@ -81,12 +81,7 @@ extension Satchel {
                 guard (1...9).contains(compressionLevel) else {
                     throw ValidationError("--compression-level must be between 1 and 9")
                 }
-                var key: SigningKey?
-                if let signKey {
-                    do { key = try SigningKey(base64: try KeyFile.read(signKey, option: "--sign-key")) } catch let error as KeyError {
-                        throw ValidationError("--sign-key \(signKey): \(error)")
-                    }
-                }
+                let key = try signKey.map { try KeyFile.signingKey($0) }
                 return PackOptions(
                     id: try PackageID(id), version: try SemanticVersion(version), scope: scope,
                     entry: try safePath(entry, option: "--entry"), spaFallback: spaFallback,
@@ -132,8 +127,7 @@ extension Satchel {
                 }
             } catch {
                 bar.clear()
-                Output.error(error.description)
-                throw ExitCode.failure
+                throw Output.failure(error.description)
             }
         }
     }

@@ -52,11 +52,7 @@ extension Satchel {
         var json = false
 
         func run() throws {
-            let key = try signKey.map { path in
-                do { return try SigningKey(base64: try KeyFile.read(path, option: "--sign-key")) } catch let error as KeyError {
-                    throw ValidationError("--sign-key \(path): \(error)")
-                }
-            }
+            let key = try signKey.map { try KeyFile.signingKey($0) }
             let expiry: Timestamp
             if let expires {
                 do { expiry = try Timestamp(rfc3339: expires) } catch { throw ValidationError("--expires \(expires): must be RFC 3339 UTC, like 2027-01-31T00:00:00Z") }
@@ -65,8 +61,7 @@ extension Satchel {
             }
             let base = baseURL.isEmpty || baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: bundles) else {
-                Output.error("cannot list bundle folder \(bundles)")
-                throw ExitCode.failure
+                throw Output.failure("cannot list bundle folder \(bundles)")
             }
             var entries: [String: CatalogEntry] = [:]
             var deltas: [(target: String, delta: CatalogDelta, file: String)] = []
@@ -80,8 +75,7 @@ extension Satchel {
                     var sink = DiscardingSink()
                     try reader.readFiles(into: &sink)
                 } catch {
-                    Output.error("\(path): \(error)")
-                    throw ExitCode.failure
+                    throw Output.failure("\(path): \(error)")
                 }
                 let manifest = reader.manifest
                 let key = "\(manifest.id) \(manifest.version)"
@@ -89,8 +83,7 @@ extension Satchel {
                     deltas.append((key, CatalogDelta(from: delta.from, url: base + name, size: digest.size, sha256: digest.sha256), name))
                 } else {
                     if entries[key] != nil {
-                        Output.error("two bundles hold \(key) (\(name) and \(entries[key]!.url)); keep one format per version")
-                        throw ExitCode.failure
+                        throw Output.failure("two bundles hold \(key) (\(name) and \(entries[key]!.url)); keep one format per version")
                     }
                     entries[key] = CatalogEntry(
                         id: manifest.id, version: manifest.version, url: base + name, size: digest.size, sha256: digest.sha256,
@@ -99,8 +92,7 @@ extension Satchel {
             }
             for delta in deltas {
                 guard entries[delta.target] != nil else {
-                    Output.error("delta \(delta.file) leads to \(delta.target), which has no full bundle in \(bundles)")
-                    throw ExitCode.failure
+                    throw Output.failure("delta \(delta.file) leads to \(delta.target), which has no full bundle in \(bundles)")
                 }
                 entries[delta.target]!.deltas.append(delta.delta)
             }
@@ -110,12 +102,10 @@ extension Satchel {
                     expires: expiry,
                     packages: Array(entries.values))
             } catch {
-                Output.error(error.description)
-                throw ExitCode.failure
+                throw Output.failure(error.description)
             }
             guard !catalog.packages.isEmpty else {
-                Output.error("no bundles in \(bundles)")
-                throw ExitCode.failure
+                throw Output.failure("no bundles in \(bundles)")
             }
             let bytes = catalog.canonicalBytes
             do {
@@ -124,8 +114,7 @@ extension Satchel {
                     try Data(try key.signature(for: bytes).base64.utf8).write(to: URL(fileURLWithPath: output + ".sig"), options: .atomic)
                 }
             } catch {
-                Output.error("cannot write \(output): \(error.localizedDescription)")
-                throw ExitCode.failure
+                throw Output.failure("cannot write \(output): \(error.localizedDescription)")
             }
             struct Summary: Encodable {
                 let catalog: String
@@ -163,8 +152,7 @@ extension Satchel {
         func run() throws {
             let result: DeltaResult
             do { result = try DeltaBuilder.build(from: old, to: new, outputFolder: output) } catch {
-                Output.error(error.description)
-                throw ExitCode.failure
+                throw Output.failure(error.description)
             }
             if json {
                 Output.json(result)
@@ -210,8 +198,7 @@ extension Satchel {
             // The NIO fetcher: real backpressure on Linux and header fields as sent (see SatchelNetwork).
             let fetcher: NIOFetcher
             do throws(FetchError) { fetcher = try NIOFetcher(additionalTrustRoots: trustRoots) } catch {
-                Output.error("--trust-root: \(error.reason)")
-                throw ExitCode.failure
+                throw Output.failure("--trust-root: \(error.reason)")
             }
             let updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
                 catalogURL: catalog, trustedKeys: store.configuration.trustedKeys, runtime: runtimeVersion,
@@ -224,8 +211,7 @@ extension Satchel {
             } catch {
                 try? await fetcher.shutdown()
                 bar.clear()
-                Output.error(error.description)
-                throw ExitCode.failure
+                throw Output.failure(error.description)
             }
             bar.clear()
             if json {

@@ -47,8 +47,7 @@ extension Satchel {
             let packageStore = try storeOptions.openForCommand()
             let engine: ResourceEngine
             do { engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(diagnosticHeader: true)) } catch {
-                Output.error("\(error)")
-                throw ExitCode.failure
+                throw Output.failure("\(error)")
             }
             let result = await engine.handle(ResourceRequest(method: method.uppercased(), url: url, headers: requestHeaders))
             var report = Report(url: url, outcome: "response")

@@ -52,7 +52,7 @@ extension Satchel {
             let hosts = try upstream.allowedHosts()
             let overrides = try upstream.overrides()
             let packageStore = try storeOptions.openForCommand()
-            let launch = try storeOperation { () throws(StoreError) in try packageStore.beginLaunch() }
+            let launch = try Output.failing { () throws(StoreError) in try packageStore.beginLaunch() }
             for rollback in launch.rolledBack { Output.note("\(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)") }
             var configuration = ServerConfiguration(
                 bindHost: bind, port: port, defaultHost: host.defaultHost, allowedUpstreams: hosts, upstreamOverrides: overrides,
@@ -64,8 +64,7 @@ extension Satchel {
                     source: packageStore,
                     configuration: EngineConfiguration(cors: .anyOrigin, activation: .immediate, bodyProof: host.bodyProof))
             } catch {
-                Output.error("\(error)")
-                throw ExitCode.failure
+                throw Output.failure("\(error)")
             }
             // Listening for SIGINT/SIGTERM before the first line is printed: a script that reads the line and
             // signals at once must not find the signal ignored and lost.
@@ -76,13 +75,11 @@ extension Satchel {
                 server = try LocalServer(
                     store: packageStore, engine: engine, policy: policy, configuration: configuration, additionalTrustRoots: upstream.trustRoots)
             } catch {
-                Output.error("--trust-root: \(error.reason)")
-                throw ExitCode.failure
+                throw Output.failure("--trust-root: \(error.reason)")
             }
             let boundPort: Int
             do { boundPort = try await server.start() } catch {
-                Output.error("cannot listen on \(bind):\(port): \(error)")
-                throw ExitCode.failure
+                throw Output.failure("cannot listen on \(bind):\(port): \(error)")
             }
             Output.line("listening on http://\(bind):\(boundPort)")
             await shutdownSignal.wait()

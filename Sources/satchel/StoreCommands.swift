@@ -10,19 +10,12 @@ extension StoreOptions {
     /// was refused is a warning (the store still serves everything valid); `satchel check` fails on it.
     func openForCommand() throws -> PackageStore {
         let configuration = try configuration()
-        let opened = try storeOperation { () throws(StoreError) in try PackageStore(root: store, configuration: configuration) }
+        let opened = try Output.failing { () throws(StoreError) in try PackageStore(root: store, configuration: configuration) }
         for refusal in opened.builtInRefusals { Output.warning(refusal.description) }
         return opened
     }
 }
 
-/// Runs a store operation, printing a StoreError as one line and exiting 1.
-func storeOperation<T>(_ body: () throws(StoreError) -> T) throws -> T {
-    do { return try body() } catch {
-        Output.error(error.description)
-        throw ExitCode.failure
-    }
-}
 
 func parseID(_ raw: String) throws -> PackageID {
     do { return try PackageID(raw) } catch { throw ValidationError(error.description) }
@@ -49,7 +42,7 @@ extension Satchel {
         func run() throws {
             let store = try options.openForCommand()
             // An explicit install may bring back a version that failed here before.
-            let result = try storeOperation { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256, retryingFailed: true) }
+            let result = try Output.failing { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256, retryingFailed: true) }
             if json {
                 Output.json(result)
             } else if result.builtIn == true {
@@ -70,7 +63,7 @@ extension Satchel {
 
         func run() throws {
             let store = try options.openForCommand()
-            let packages = try storeOperation { () throws(StoreError) in try store.list() }
+            let packages = try Output.failing { () throws(StoreError) in try store.list() }
             if json { return Output.json(packages) }
             if packages.isEmpty { return Output.line("no packages installed in \(options.store)") }
             for package in packages {
@@ -98,7 +91,7 @@ extension Satchel {
         func run() throws {
             let (id, version) = (try parseID(id), try parseVersion(version))
             let store = try options.openForCommand()
-            try storeOperation { () throws(StoreError) in try store.activate(id, version) }
+            try Output.failing { () throws(StoreError) in try store.activate(id, version) }
             Output.line("\(id) \(version) is active")
         }
     }
@@ -111,7 +104,7 @@ extension Satchel {
         func run() throws {
             let id = try parseID(id)
             let store = try options.openForCommand()
-            let state = try storeOperation { () throws(StoreError) in try store.confirm(id) }
+            let state = try Output.failing { () throws(StoreError) in try store.confirm(id) }
             Output.line("\(id) \(state.active) confirmed")
         }
     }
@@ -125,7 +118,7 @@ extension Satchel {
         func run() throws {
             let id = try parseID(id)
             let store = try options.openForCommand()
-            let state = try storeOperation { () throws(StoreError) in try store.rollback(id) }
+            let state = try Output.failing { () throws(StoreError) in try store.rollback(id) }
             let builtIn = store.builtInPackages.contains { $0.id == id && $0.version == state.active } ? " (built-in)" : ""
             Output.line("\(id) rolled back to \(state.active)\(builtIn)")
         }
@@ -140,7 +133,7 @@ extension Satchel {
 
         func run() throws {
             let store = try options.openForCommand()
-            let report = try storeOperation { () throws(StoreError) in try store.beginLaunch() }
+            let report = try Output.failing { () throws(StoreError) in try store.beginLaunch() }
             if json { return Output.json(report) }
             for rollback in report.rolledBack { Output.line("\(rollback.id): trial \(rollback.from) was never confirmed; rolled back to \(rollback.to)") }
             for (id, launches) in report.trials.sorted(by: { $0.key < $1.key }) { Output.line("\(id): trial launch \(launches) of \(options.maxTrialLaunches)") }
@@ -159,7 +152,7 @@ extension Satchel {
             let id = try parseID(id)
             let version = try version.map(parseVersion)
             let store = try options.openForCommand()
-            try storeOperation { () throws(StoreError) in try store.remove(id, version: version) }
+            try Output.failing { () throws(StoreError) in try store.remove(id, version: version) }
             Output.line(version.map { "removed \(id) \($0)" } ?? "removed \(id)")
         }
     }
@@ -178,7 +171,7 @@ extension Satchel {
 
         func run() throws {
             let store = try options.openForCommand()
-            let removed = try storeOperation { () throws(StoreError) in try store.collectGarbage(keep: keep) }
+            let removed = try Output.failing { () throws(StoreError) in try store.collectGarbage(keep: keep) }
             if json { return Output.json(["removed": removed]) }
             Output.line(removed.isEmpty ? "nothing to remove" : "removed " + removed.joined(separator: ", "))
         }
@@ -192,7 +185,7 @@ extension Satchel {
 
         func run() throws {
             let store = try options.openForCommand()
-            let problems = try storeOperation { () throws(StoreError) in try store.check() }
+            let problems = try Output.failing { () throws(StoreError) in try store.check() }
             if json {
                 struct Report: Encodable { let ok: Bool; let problems: [CheckProblem] }
                 Output.json(Report(ok: problems.isEmpty, problems: problems))

@@ -34,12 +34,7 @@ extension Satchel {
         }
 
         func run() throws {
-            var keys: [VerifyingKey] = []
-            if let publicKey {
-                do { keys = [try VerifyingKey(base64: try KeyFile.read(publicKey, option: "--public-key"))] } catch let error as KeyError {
-                    throw ValidationError("--public-key \(publicKey): \(error)")
-                }
-            }
+            let keys = try publicKey.map { [try KeyFile.verifyingKey($0)] } ?? []
             do {
                 let reader = try BundleReader(path: bundle, trustedKeys: keys)
                 var sink = DiscardingSink()
