@@ -278,7 +278,11 @@ public final class ResourceEngine: Sendable {
         let url = request.url.utf8
         if let question = url.firstIndex(of: UInt8(ascii: "?")) {
             let query = url[question...]
-            if query.firstRange(of: channels.queryParameter.utf8) != nil || query.firstRange(of: channels.bodyIDParameter.utf8) != nil { return true }
+            if query.firstRange(of: channels.queryParameter.utf8) != nil || query.firstRange(of: channels.bodyIDParameter.utf8) != nil
+                || query.firstRange(of: channels.proofParameter.utf8) != nil
+            {
+                return true
+            }
         }
         return request.headers.contains { field in restorerHeaders.contains { HTTPHeaders.equalNames($0, field.name) } }
     }

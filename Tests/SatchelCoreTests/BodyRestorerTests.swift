@@ -52,6 +52,33 @@ struct BodyRestorerTests {
         #expect(untouched.headers["Accept"] == "*/*")
     }
 
+    @Test("Satchel's fields never reach the network, even without a body claim: proof, method, type, encoding, marker, token parameter")
+    func markersWithoutClaim() throws {
+        let request = ResourceRequest(
+            method: "POST", url: "satchel://h.example/x?a=1&SATCHEL_TOKEN=1.2.3&b=%20",
+            headers: [
+                "X-Satchel-Token": "1.2.3", "X-Satchel-Method": "PUT", "X-Satchel-Content-Type": "text/plain",
+                "X-Satchel-Body-Encoding": "base64", "X-Satchel-Keepalive": "1", "Accept": "*/*",
+            ])
+        let (restored, channel) = try restorer.restore(request, takeStoredBody: none, proof: nil)
+        #expect(channel == .none)
+        #expect(restored.headers.map(\.name) == ["Accept"])
+        #expect(restored.url == "satchel://h.example/x?a=1&b=%20")
+        #expect(restored.method == "POST")
+        #expect(restored.body == nil)
+        // A request without any of them is left exactly as it was.
+        let plain = ResourceRequest(method: "GET", url: "satchel://h.example/x?a=1#f", headers: ["Accept": "*/*"])
+        #expect(try restorer.restore(plain, takeStoredBody: none, proof: nil).request == plain)
+    }
+
+    @Test("a header-channel body's token parameter is removed from the URL too")
+    func headerChannelTokenParameter() throws {
+        let request = ResourceRequest(method: "POST", url: "satchel://h.example/api?SATCHEL_TOKEN=1.2.3&q=x", headers: ["X-Satchel-Body": "hi"])
+        let (restored, channel) = try restorer.restore(request, takeStoredBody: none, proof: nil)
+        #expect(channel == .header)
+        #expect(restored.url == "satchel://h.example/api?q=x")
+    }
+
     @Test("the legacy XHR hook, exactly: header BODY, encodeURIComponent, method kept as POST")
     func seedHeader() throws {
         let body = "user=张三&note=a b"

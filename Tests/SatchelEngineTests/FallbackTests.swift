@@ -47,6 +47,27 @@ struct FallbackTests {
         }
     }
 
+    @Test("Satchel's fields without a body claim (a proof, a method, a marker, the token parameter) do not reach the origin")
+    func markersStayHome() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let loader = try loader(folder, origin: origin)
+            let request = ResourceRequest(method: "GET", url: "satchel://m.shop.com/echo?x=1&SATCHEL_TOKEN=1.2.3", headers: [
+                "X-Satchel-Token": "1.2.3", "X-Satchel-Method": "PUT", "X-Satchel-Keepalive": "1", "X-Custom": "kept",
+            ])
+            let (response, outcome, channel) = await loader.respond(to: request)
+            #expect(outcome == .network)
+            #expect(channel == .none)
+            let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
+            #expect(echo.method == "GET")
+            #expect(echo.path == "/echo?x=1")
+            let names = echo.headers.map { $0[0].lowercased() }
+            #expect(names.contains("x-custom"))
+            #expect(names.allSatisfy { !$0.hasPrefix("x-satchel") }, "\(names)")
+        }
+    }
+
     @Test("a POST whose page gave no Content-Type reaches the origin without one (URLSession would add a form type)")
     func noInventedContentType() async throws {
         let origin = try Origin()

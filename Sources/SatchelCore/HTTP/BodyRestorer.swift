@@ -134,17 +134,19 @@ public struct BodyRestorer: Sendable {
 
         let claimed = claimedChannels(request)
         guard claimed.count <= 1 else { throw .conflictingChannels(claimed) }
-        guard let channel = claimed.first else {
-            result.headers.remove(channels.keepaliveHeader)  // a marker without a body is only a marker
-            return (result, .none)
-        }
 
         let originalMethod = request.headers[channels.methodHeader]
         let originalType = request.headers[channels.contentTypeHeader]
         let proofFromHeader = request.headers[channels.proofHeader].map { Substring($0) }
         let proofFromQuery = query.values(channels.proofParameter).first
+        // Satchel's own fields never go upstream, whatever the request claims: with no body claimed, a proof, a
+        // method or a keepalive marker is only a marker.
         for name in channels.allHeaders { result.headers.remove(name) }
-        query.remove(channels.proofParameter)
+        if proofFromQuery != nil {
+            query.remove(channels.proofParameter)
+            result.url = Self.replacingQuery(of: request.url, with: query)
+        }
+        guard let channel = claimed.first else { return (result, .none) }
 
         switch channel {
         case .header:
