@@ -159,6 +159,10 @@ let package = Package(
         .testTarget(
             name: "SatchelUpdateTests",
             dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
+        // The documentation as tests: links resolve, the README's example compiles, the formats spec names every field.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: ["SatchelCore", "SatchelStore", "SatchelEngine", "SatchelNetwork", "SatchelUpdate"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

@@ -25,7 +25,7 @@ public struct PackOptions: Sendable {
     /// `SOURCE_DATE_EPOCH`; when nil, createdAt is the newest modification time among the files.
     public var sourceDateEpoch: Int64?
     /// Deflate level for compressible files. The default, 6, gives bundles within 0.5 % of `zip -9` in less time
-    /// (README, performance); 9 squeezes out the last few bytes.
+    /// (docs/performance.md, "Pack"); 9 squeezes out the last few bytes.
     public var compressionLevel: Int
 
     public init(

@@ -1,6 +1,6 @@
 import SatchelCore
 
-/// The whole path of a request (DESIGN.md): restore body -> route to a package -> strategy -> package or
+/// The whole path of a request (docs/architecture.md): restore body -> route to a package -> strategy -> package or
 /// network -> response. ``ResourceEngine`` answers from packages; this adds the network fallback with the
 /// route's strategy and the offline page.
 ///

@@ -23,7 +23,7 @@ import SatchelEngine
 /// Why not AsyncHTTPClient, which it replaced: a miss cost ~100 µs of CPU through it, a third of nginx's
 /// proxying rate, in per-request state machines, promises and pool bookkeeping built for far more than a
 /// proxy's fallback needs (HTTP/2, redirects, retries with backoff, request streaming). This client does one
-/// thing on the caller's event loop; see ARCHITECTURE.md.
+/// thing on the caller's event loop; see docs/decisions/0012-niofetcher-replaces-asynchttpclient.md.
 ///
 /// Share the server's event loops: a fetch made inside ``withPreferredEventLoop(_:_:)`` runs on that loop, so
 /// the upstream connection lives on the same thread as the client's and the server can move the body's

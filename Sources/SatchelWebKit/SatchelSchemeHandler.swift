@@ -8,9 +8,9 @@ import WebKit
 /// ``SchemeTaskDriver``. All logic (the contract, cancellation, streaming) lives in the driver; this class
 /// only converts between WebKit's types and Satchel's.
 ///
-/// Redirects: WebKit does not follow a redirect returned by a scheme handler. A 3xx from the network is
-/// passed to the page as it is (status and `Location`), which fetch and XHR report as the redirect response
-/// itself; a navigation that needs to follow it must be sent to a URL the web view loads normally.
+/// Redirects: WebKit does not follow a redirect returned by a scheme handler. The driver answers a 3xx to a
+/// navigation with a page that replaces the location (``NavigationRedirect``); fetch and XHR see the 3xx itself
+/// (status and `Location`).
 @MainActor
 public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
     public let driver: SchemeTaskDriver

@@ -1,0 +1,59 @@
+import Foundation
+import SatchelCore
+@testable import SatchelStore
+import Testing
+
+/// docs/formats.md is the normative spec: every field Satchel writes into a document its readers decode must be
+/// described there. The documents are built with every optional field present, so a field added to a writer without
+/// a word in the spec fails here.
+@Suite("docs/formats.md describes every field")
+struct FormatsCoverageTests {
+    static let sha = String(repeating: "ab", count: 32)
+
+    static func manifest() throws -> Manifest {
+        let record = { (path: String) in FileRecord(path: try! SafePath(validating: path), size: 6, sha256: sha, mime: "text/html") }
+        return try Manifest(
+            id: PackageID("shop"), version: SemanticVersion("1.4.0"), createdAt: Timestamp(secondsSinceEpoch: 1_700_000_000),
+            scope: Scope(hosts: [HostPattern("m.shop.com")], pathPrefix: PathPrefix("/app/")), spaFallback: true,
+            offlinePage: SafePath(validating: "offline.html"),
+            routes: [Route(prefix: "/app/api/", strategy: .networkFirst, timeoutMs: 3000)], minRuntime: SemanticVersion("1.0.0"),
+            files: [record("index.html"), record("offline.html")])
+    }
+
+    static func documents() throws -> [(name: String, bytes: [UInt8])] {
+        let v = { (text: String) in try! SemanticVersion(text) }
+        let catalog = try Catalog(expires: Timestamp(secondsSinceEpoch: 1_800_000_000), packages: [
+            CatalogEntry(
+                id: PackageID("shop"), version: v("1.1.0"), url: "shop-1.1.0.zip", size: 10, sha256: sha, minRuntime: v("1.0.0"),
+                deltas: [CatalogDelta(from: v("1.0.0"), url: "shop-1.0.0-1.1.0.zip", size: 5, sha256: sha)]),
+        ])
+        let delta = try DeltaManifest(from: v("1.0.0"), fromContentHash: sha, deleted: [SafePath(validating: "old.css")])
+        let state = PackageState(
+            active: v("1.2.0"), trial: v("1.2.0"), launches: 1, history: [v("1.0.0"), v("1.1.0")], unconfirmed: [v("1.1.0")],
+            failed: [v("0.9.0")])
+        return [
+            ("satchel.json", try manifest().canonicalBytes), ("catalog.json", catalog.canonicalBytes),
+            ("satchel-delta.json", delta.canonicalBytes), ("state.json", state.canonicalBytes),
+        ]
+    }
+
+    /// Every object key in a JSON document, at any depth.
+    static func keys(_ value: Any) -> Set<String> {
+        if let object = value as? [String: Any] { return Set(object.keys).union(object.values.flatMap { keys($0) }) }
+        if let array = value as? [Any] { return Set(array.flatMap { keys($0) }) }
+        return []
+    }
+
+    @Test("every field of the manifest, catalog, delta manifest and state.json is named in docs/formats.md")
+    func everyFieldDescribed() throws {
+        let spec = try Repository.text("docs/formats.md")
+        for (name, bytes) in try Self.documents() {
+            let fields = Self.keys(try JSONSerialization.jsonObject(with: Data(bytes)))
+            #expect(fields.count >= 3, "\(name): \(fields)")
+            for field in fields.sorted() {
+                #expect(spec.contains("`\(field)`"), "docs/formats.md does not describe \(name)'s field \(field)")
+            }
+            #expect(spec.contains("`\(name)`"), "docs/formats.md does not name \(name)")
+        }
+    }
+}
