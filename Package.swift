@@ -3,7 +3,7 @@ import PackageDescription
 
 // Layers, bottom to top (each imports only those below it):
 //   SatchelCore     pure model and rules, no I/O
-//   SatchelArchive  libarchive + zlib, hidden behind Swift types
+//   SatchelArchive  libarchive + zlib, hidden behind Swift types (above Core: its calendar)
 //   SatchelBundle   the bundle format: pack, read, verify
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   SatchelEngine   URL -> package file -> HTTP response (above Core only; the store plugs in as a PackageSource)
@@ -52,7 +52,7 @@ let package = Package(
         ),
         .target(
             name: "SatchelArchive",
-            dependencies: ["CArchive", "CZlib"]
+            dependencies: ["CArchive", "CZlib", "SatchelCore"]
         ),
         .target(
             name: "SatchelBundle",

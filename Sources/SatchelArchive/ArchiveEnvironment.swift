@@ -1,3 +1,4 @@
+import SatchelCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -35,29 +36,10 @@ enum ZipTime {
     /// The 32-bit value zip stores (date in the high half): 1980-01-01 00:00:00 is the floor and 2107-12-31
     /// 23:59:58 the ceiling, seconds in steps of two, as libarchive clamps.
     static func dosDateTime(unixSeconds: Int64) -> UInt32 {
-        let days = floorDivide(unixSeconds, 86_400)
-        let secondsOfDay = unixSeconds - days * 86_400
-        let (year, month, day) = civil(fromDays: days)
-        if year < 1980 { return 0x0021_0000 }
-        if year > 2107 { return 0xFF9F_BF7D }
-        let date = UInt32(year - 1980) << 9 | UInt32(month) << 5 | UInt32(day)
-        let hour = secondsOfDay / 3600, minute = secondsOfDay / 60 % 60, second = secondsOfDay % 60
-        let time = UInt32(hour) << 11 | UInt32(minute) << 5 | UInt32(second / 2)
-        return date << 16 | time
-    }
-
-    private static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
-
-    /// Proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-    static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        let time = Timestamp(secondsSinceEpoch: unixSeconds).utc
+        if time.year < 1980 { return 0x0021_0000 }
+        if time.year > 2107 { return 0xFF9F_BF7D }
+        let date = UInt32(time.year - 1980) << 9 | UInt32(time.month) << 5 | UInt32(time.day)
+        return date << 16 | UInt32(time.hour) << 11 | UInt32(time.minute) << 5 | UInt32(time.second / 2)
     }
 }

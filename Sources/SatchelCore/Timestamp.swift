@@ -27,15 +27,22 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
 
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.secondsSinceEpoch < rhs.secondsSinceEpoch }
 
-    public var description: String {
+    /// The date and time in UTC on the proleptic Gregorian calendar: the one calendar computation, used for RFC 3339
+    /// text and for the MS-DOS times of zip entries alike.
+    public var utc: (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) {
         let days = secondsSinceEpoch >= 0 ? secondsSinceEpoch / 86_400 : (secondsSinceEpoch - 86_399) / 86_400
         let secondsOfDay = secondsSinceEpoch - days * 86_400
         let (year, month, day) = Self.civil(fromDays: days)
+        return (year, month, day, secondsOfDay / 3600, secondsOfDay % 3600 / 60, secondsOfDay % 60)
+    }
+
+    public var description: String {
+        let time = utc
         func pad(_ n: Int64, _ width: Int) -> String {
             let s = String(n)
             return String(repeating: "0", count: max(0, width - s.count)) + s
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondsOfDay / 3600, 2)):\(pad(secondsOfDay % 3600 / 60, 2)):\(pad(secondsOfDay % 60, 2))Z"
+        return "\(pad(time.year, 4))-\(pad(time.month, 2))-\(pad(time.day, 2))T\(pad(time.hour, 2)):\(pad(time.minute, 2)):\(pad(time.second, 2))Z"
     }
 
     private static func parse(_ text: String) -> Timestamp? {
