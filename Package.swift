@@ -6,10 +6,13 @@ import PackageDescription
 //   SatchelArchive  libarchive + zlib, hidden behind Swift types (above Core: its calendar)
 //   SatchelBundle   the bundle format: pack, read, verify
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
-//   SatchelEngine   URL -> package file -> HTTP response (above Core only; the store plugs in as a PackageSource)
-//   SatchelNetwork  the engine's network fallback: a small HTTP/1.1 client on SwiftNIO (above the engine)
-//   SatchelServer   satchel serve: the engine over HTTP/1.1 (above the network module)
-//   SatchelUpdate   catalog, resumable downloads, delta install: above the store (and the engine's NetworkFetcher)
+//   SatchelHTTP     HTTP messages and bodies, and the one network seam: NetworkFetcher, its timeouts, errors and
+//                   policy (above Core only)
+//   SatchelEngine   URL -> package file -> HTTP response, strategies, the network fallback (above HTTP and Core;
+//                   the store plugs in as a PackageSource)
+//   SatchelNetwork  a NetworkFetcher: a small HTTP/1.1 client on SwiftNIO (above HTTP)
+//   SatchelServer   satchel serve: the engine over HTTP/1.1 (above the engine and the network module)
+//   SatchelUpdate   catalog, resumable downloads, delta install: above the store and the HTTP seam
 //   SatchelOptions  command-line options shared by every engine host (the CLI, the WebKitGTK viewer)
 //   satchel         the CLI
 let package = Package(
@@ -20,6 +23,7 @@ let package = Package(
         .library(name: "SatchelArchive", targets: ["SatchelArchive"]),
         .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
         .library(name: "SatchelStore", targets: ["SatchelStore"]),
+        .library(name: "SatchelHTTP", targets: ["SatchelHTTP"]),
         .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
         .library(name: "SatchelWebKit", targets: ["SatchelWebKit"]),
         .library(name: "SatchelUpdate", targets: ["SatchelUpdate"]),
@@ -65,20 +69,24 @@ let package = Package(
             name: "SatchelStore",
             dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle"]
         ),
-        // Above SatchelCore only: it reads packages through SatchelCore's PackageSource, which the store implements.
-        .target(name: "SatchelEngine", dependencies: ["SatchelCore"]),
-        // The WKURLSchemeHandler (Apple platforms) and its platform-neutral task driver (tested on Linux).
-        .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelCore"]),
+        // HTTP messages and the network seam, shared by the engine, every fetcher and the updater.
+        .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
+        // Above SatchelHTTP and SatchelCore only: it reads packages through SatchelCore's PackageSource, which the
+        // store implements, and fetches through SatchelHTTP's NetworkFetcher, which SatchelNetwork implements.
+        .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"]),
+        // The WKURLSchemeHandler and URLSessionFetcher (Apple platforms' HTTP stack) and the platform-neutral task
+        // driver (tested on Linux, URLSessionFetcher through FoundationNetworking).
+        .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
-        // engine's NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
-        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelEngine", "SatchelCore"]),
+        // NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
+        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore"]),
         // The network fallback on SwiftNIO: a NetworkFetcher with its own pooled HTTP/1.1 client (NIOSSL for https)
         // that shares the server's event loops, keeps header fields as sent, and reads the upstream only as fast as
         // the consumer takes it.
         .target(
             name: "SatchelNetwork",
             dependencies: [
-                "SatchelEngine", "SatchelCore",
+                "SatchelHTTP", "SatchelCore",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -90,7 +98,7 @@ let package = Package(
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelEngine", "SatchelCore", "SatchelStore", "SatchelNetwork",
+                "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelStore", "SatchelNetwork",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -102,15 +110,15 @@ let package = Package(
         .target(
             name: "SatchelOptions",
             dependencies: [
-                "SatchelCore", "SatchelStore", "SatchelEngine",
+                "SatchelCore", "SatchelStore", "SatchelEngine", "SatchelHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelServer", "SatchelUpdate", "SatchelOptions",
-                "SatchelNetwork",
+                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelServer", "SatchelUpdate",
+                "SatchelOptions", "SatchelNetwork",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -118,7 +126,7 @@ let package = Package(
         // Scratch folders and process helpers shared by the test targets.
         .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport", exclude: ["origin.py"]),
         // Benchmarks that must link the library in a release build (tools/bench-engine).
-        .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelCore"]),
+        .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
         .executableTarget(
             name: "nio-floor-proxy",
             dependencies: [
@@ -134,18 +142,23 @@ let package = Package(
             name: "SatchelStoreTests",
             dependencies: ["SatchelStore", "SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
         // A child process for the engine's memory test (peak RSS must be measured in a fresh process).
-        .executableTarget(name: "SatchelEngineProbe", dependencies: ["SatchelEngine", "SatchelCore"], path: "Tests/SatchelEngineProbe"),
+        .executableTarget(name: "SatchelEngineProbe", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"], path: "Tests/SatchelEngineProbe"),
         .testTarget(
             name: "SatchelEngineTests",
-            dependencies: ["SatchelEngine", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe"],
+            // SatchelWebKit for URLSessionFetcher: the loader's fallback is tested through a real HTTP stack.
+            dependencies: [
+                "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe",
+                "SatchelWebKit",
+            ],
             exclude: ["Resources"]),
-        .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelHTTP", "SatchelCore"]),
+        .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
         // A child process for the network fallback's memory test (peak RSS must be measured in a fresh process).
-        .executableTarget(name: "SatchelNetworkProbe", dependencies: ["SatchelNetwork", "SatchelEngine", "SatchelCore"], path: "Tests/SatchelNetworkProbe"),
+        .executableTarget(name: "SatchelNetworkProbe", dependencies: ["SatchelNetwork", "SatchelEngine", "SatchelHTTP", "SatchelCore"], path: "Tests/SatchelNetworkProbe"),
         .testTarget(
             name: "SatchelNetworkTests",
             dependencies: [
-                "SatchelNetwork", "SatchelEngine", "SatchelCore", "SatchelTestSupport", "SatchelNetworkProbe",
+                "SatchelNetwork", "SatchelHTTP", "SatchelCore", "SatchelTestSupport", "SatchelNetworkProbe",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -153,16 +166,16 @@ let package = Package(
         .testTarget(
             name: "SatchelServerTests",
             dependencies: [
-                "SatchelServer", "SatchelEngine", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport",
+                "SatchelServer", "SatchelEngine", "SatchelHTTP", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "SatchelUpdateTests",
-            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelEngine", "SatchelCore", "SatchelTestSupport"]),
+            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
         // The documentation as tests: links resolve, the README's example compiles, the formats spec names every field.
         .testTarget(
             name: "DocumentationTests",
-            dependencies: ["SatchelCore", "SatchelStore", "SatchelEngine", "SatchelNetwork", "SatchelUpdate"]),
+            dependencies: ["SatchelCore", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelNetwork", "SatchelUpdate"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],

@@ -19,6 +19,7 @@ let package = Package(
             name: "request-edge",
             dependencies: [
                 "FuzzDriver", .product(name: "SatchelServer", package: "Satchel"), .product(name: "SatchelEngine", package: "Satchel"),
+                .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelStore", package: "Satchel"), .product(name: "SatchelCore", package: "Satchel"),
                 .product(name: "SatchelBundle", package: "Satchel"),
             ],

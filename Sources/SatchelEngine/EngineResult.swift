@@ -1,4 +1,5 @@
 import SatchelCore
+import SatchelHTTP
 
 /// What the engine made of a request: a response from a package (or a definite error), or a miss that the
 /// caller sends to the network. The two are kept apart on purpose (androidx WebViewAssetLoader's rule):

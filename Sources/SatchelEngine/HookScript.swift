@@ -1,4 +1,5 @@
 import SatchelCore
+import SatchelHTTP
 
 /// The page-side half of body restoration: a script injected at document start (a `WKUserScript`, or by
 /// `satchel serve --inject-hook`) that rewrites intercepted non-GET requests so that their bodies survive

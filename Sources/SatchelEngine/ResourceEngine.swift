@@ -1,4 +1,5 @@
 import SatchelCore
+import SatchelHTTP
 
 /// The scheme-handler engine: given a request for `satchel://m.shop.com/app/index.html` or an intercepted
 /// `https://m.shop.com/app/index.html`, finds the package and file that answer it and builds the HTTP

@@ -1,4 +1,5 @@
 import SatchelCore
+import SatchelHTTP
 
 /// The whole path of a request (docs/architecture.md): restore body -> route to a package -> strategy -> package or
 /// network -> response. ``ResourceEngine`` answers from packages; this adds the network fallback with the
@@ -15,7 +16,7 @@ public final class ResourceLoader: Sendable {
     public let fetcher: any NetworkFetcher
     public let policy: NetworkPolicy
 
-    public init(engine: ResourceEngine, fetcher: any NetworkFetcher = URLSessionFetcher(), policy: NetworkPolicy) {
+    public init(engine: ResourceEngine, fetcher: any NetworkFetcher, policy: NetworkPolicy) {
         self.engine = engine
         self.fetcher = fetcher
         self.policy = policy

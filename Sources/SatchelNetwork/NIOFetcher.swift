@@ -3,7 +3,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 
 /// The network fallback on SwiftNIO: a ``NetworkFetcher`` with its own small HTTP/1.1 client, the default for
 /// `satchel serve`, `satchel update` and on Linux (`URLSessionFetcher` stays for apps on Apple platforms).

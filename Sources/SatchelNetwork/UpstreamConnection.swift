@@ -2,7 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import NIOTLS
-import SatchelEngine
+import SatchelHTTP
 
 /// One HTTP/1.1 connection to an upstream origin, after NIO's request encoder and response decoder. It carries
 /// one exchange at a time and goes back to its pool between them. It reads its socket only when asked

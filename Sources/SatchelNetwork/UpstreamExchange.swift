@@ -8,7 +8,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 
 /// One request to the network and its response, on one event loop: it takes a connection from the loop's
 /// ``UpstreamConnectionPool`` (or opens one), sends the request, and hands the body to its consumer part by part.

@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 
 /// Where connections go: the pool keeps idle connections per origin.
 struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 /// Which hosts the network fallback may reach and where their requests go: shared by `satchel serve` and the
 /// WebKitGTK viewer, which answer misses through the same ``NetworkPolicy``.

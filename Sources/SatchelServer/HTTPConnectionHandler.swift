@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelNetwork
 
 /// One HTTP/1.1 connection, after NIO's request decoder: it feeds what arrives into the

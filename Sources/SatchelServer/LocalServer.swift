@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelNetwork
 import SatchelStore
 

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 /// How a response's body is framed on the wire.
 enum BodyFraming: Equatable {

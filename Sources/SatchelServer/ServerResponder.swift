@@ -3,6 +3,7 @@ import Logging
 import SatchelCore
 import NIOCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelNetwork
 import SatchelStore
 

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 /// Serves a folder of bundles and catalogs (`--publish`) as plain static files, with the same Range,
 /// If-Range and ETag rules as packages. The ETag is derived from size and modification time, since these

@@ -1,6 +1,6 @@
 import Foundation
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -2,7 +2,7 @@ import Foundation
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,5 @@
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 import SatchelStore
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import Foundation
 import SatchelBundle
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 import SatchelStore
 #if canImport(Glibc)
 import Glibc
@@ -78,7 +78,7 @@ public struct Updater: Sendable {
     public let options: UpdaterOptions
     public var downloadsFolder: String { store.layout.root + "/downloads" }
 
-    public init(store: PackageStore, fetcher: any NetworkFetcher = URLSessionFetcher(), options: UpdaterOptions) {
+    public init(store: PackageStore, fetcher: any NetworkFetcher, options: UpdaterOptions) {
         self.store = store
         self.fetcher = fetcher
         self.options = options

@@ -1,5 +1,6 @@
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 /// WebKit does not follow a redirect answered by a scheme handler (WKURLSchemeHandler and WebKitGTK alike): fetch and
 /// XHR see the 3xx itself, and a navigation shows the 3xx's body. For navigations (a request that accepts HTML) the

@@ -1,6 +1,7 @@
 import Dispatch
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 /// The head of a response as a scheme task receives it.
 public struct ResponseHead: Sendable, Equatable {

@@ -8,6 +8,7 @@
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 struct BenchSource: PackageSource {
     let package: ServedPackage

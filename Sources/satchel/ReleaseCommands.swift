@@ -3,6 +3,7 @@ import Foundation
 import SatchelBundle
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelNetwork
 import SatchelOptions
 import SatchelStore

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelOptions
 import SatchelStore
 

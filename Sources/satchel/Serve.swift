@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelOptions
 import SatchelServer
 import SatchelStore

@@ -1,5 +1,6 @@
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelNetwork
 import SatchelStore
 import SatchelUpdate

@@ -4,6 +4,7 @@
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 struct OneFileSource: PackageSource {
     let package: ServedPackage

@@ -3,6 +3,7 @@ import SatchelArchive
 import SatchelBundle
 import SatchelCore
 @testable import SatchelEngine
+import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelCore
 @testable import SatchelEngine
+import SatchelHTTP
 import SatchelTestSupport
 
 /// A package source without a store: packages written into a folder, switchable at will.

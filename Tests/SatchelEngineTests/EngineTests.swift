@@ -1,6 +1,7 @@
 import Foundation
 import SatchelCore
 @testable import SatchelEngine
+import SatchelHTTP
 import SatchelTestSupport
 import Testing
 

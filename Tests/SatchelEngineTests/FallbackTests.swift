@@ -1,7 +1,9 @@
 import Foundation
 import SatchelCore
 @testable import SatchelEngine
+import SatchelHTTP
 import SatchelTestSupport
+import SatchelWebKit
 import Testing
 
 typealias Origin = TestOrigin
@@ -15,7 +17,7 @@ struct FallbackTests {
             id: package.manifest.id, version: package.manifest.version, createdAt: package.manifest.createdAt, scope: package.manifest.scope,
             offlinePage: SafePath(validating: "offline.html"), routes: routes, files: package.manifest.files), files: package.files)
         let engine = try ResourceEngine(source: FolderSource([withOffline]), configuration: EngineConfiguration(bodyProof: .required(Self.secret)))
-        return ResourceLoader(engine: engine, policy: NetworkPolicy(
+        return ResourceLoader(engine: engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(
             allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], timeouts: timeouts))
     }
 
@@ -93,7 +95,7 @@ struct FallbackTests {
         }
         try await withTemporaryFolder { folder async throws in
             let base = try loader(folder, origin: origin)
-            let loader = ResourceLoader(engine: base.engine, policy: NetworkPolicy(
+            let loader = ResourceLoader(engine: base.engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(
                 allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], cookies: Jar()))
             let (response, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo"))
             let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
@@ -134,7 +136,7 @@ struct FallbackTests {
             // the whole suite runs in parallel on two cores, where a timer can fire late.
             #expect(ContinuousClock.now - started < .seconds(12))
             // Nothing listens on port 9 of loopback: connection refused.
-            let refused = ResourceLoader(engine: loader.engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": "http://127.0.0.1:9"]))
+            let refused = ResourceLoader(engine: loader.engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": "http://127.0.0.1:9"]))
             let (response, _, _) = await refused.respond(to: ResourceRequest(url: "satchel://m.shop.com/x.json"))
             #expect(response.status == 502)
         }
@@ -207,46 +209,4 @@ struct FallbackTests {
 func encodeURIComponentForTests(_ text: String) -> String {
     let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()".utf8)
     return text.utf8.map { unreserved.contains($0) ? String(UnicodeScalar($0)) : String(format: "%%%02X", $0) }.joined()
-}
-
-@Suite("Hop-by-hop fields (RFC 9110 §7.6.1)")
-struct HopByHopTests {
-    @Test("listed fields and fields named by Connection go; every other field stays, in order, repeats and case kept")
-    func removing() {
-        let headers = HTTPHeaders([
-            ("Host", "a"), ("connection", "close, X-Private ,\tX-Other"), ("Set-Cookie", "a=1"), ("Keep-Alive", "timeout=5"),
-            ("x-private", "secret"), ("Set-Cookie", "b=2"), ("TRANSFER-ENCODING", "chunked"), ("X-Other", "o"), ("Accept", "*/*"),
-            ("Upgrade", "h2c"), ("TE", "trailers"), ("Proxy-Authorization", "Basic x"), ("Content-Length", "3"),
-            // The rest of the list, and fields as long as listed ones, which stay.
-            ("Referer", "r"), ("trailer", "X"), ("Proxy-Connection", "keep-alive"), ("Content-Language", "en"),
-            ("Proxy-Authenticate", "Basic"), ("If-Modified-Since", "x"), ("DNT", "1"),
-            // A second Connection field, with empty members (RFC 9110 §5.6.1 allows them) and a trailing comma.
-            ("Connection", ",, keep-alive ,\t, X-Third,"), ("x-third", "3"),
-            // `close` is an option like any other: a field named Close goes too (why the name is reserved).
-            ("Close", "x"),
-        ])
-        let kept = HopByHop.removing(from: headers, also: ["Content-Length"])
-        #expect(kept.map(\.name) == ["Host", "Set-Cookie", "Set-Cookie", "Accept", "Referer", "Content-Language", "If-Modified-Since", "DNT"])
-        #expect(kept.values("Set-Cookie") == ["a=1", "b=2"])
-        for name in HopByHop.fields { #expect(HopByHop.isHopByHop(name.uppercased()) && HopByHop.isHopByHop(name.lowercased()), "\(name)") }
-    }
-}
-
-@Suite("Network policy")
-struct NetworkPolicyTests {
-
-    @Test("an upstream override replaces scheme and authority only: path, query and their encoding stay as written")
-    func overrideKeepsTarget() throws {
-        let policy = NetworkPolicy(
-            allowedHosts: [try HostPattern("m.shop.example"), try HostPattern("*.cdn.example")],
-            upstreamOverrides: ["m.shop.example": "http://127.0.0.1:8123/", "img.cdn.example": "https://staging.example:8443"])
-        func target(_ url: String) throws -> String { try policy.upstreamRequestWithoutCookies(for: ResourceRequest(url: url), upstreamURL: url).url }
-        #expect(try target("https://m.shop.example/a/%2e%2e/b?q=%20x&r=é") == "http://127.0.0.1:8123/a/%2e%2e/b?q=%20x&r=é")
-        #expect(try target("https://m.shop.example:444?only=query") == "http://127.0.0.1:8123?only=query")
-        #expect(try target("https://user:pw@m.shop.example") == "http://127.0.0.1:8123")
-        #expect(try target("https://M.Shop.Example/x") == "http://127.0.0.1:8123/x")
-        #expect(try target("https://img.cdn.example/p.png") == "https://staging.example:8443/p.png")
-        #expect(try target("https://other.cdn.example/p.png") == "https://other.cdn.example/p.png", "no override: the URL as it is")
-        #expect(throws: FetchError.self) { try target("https://evil.example/") }
-    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SatchelBundle
 import SatchelCore
 @testable import SatchelEngine
+import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing

@@ -6,6 +6,7 @@
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelNetwork
 
 struct NoPackages: PackageSource {

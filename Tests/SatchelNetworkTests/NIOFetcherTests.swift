@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 @testable import SatchelNetwork
 import SatchelTestSupport
 import Testing

@@ -4,7 +4,7 @@ import NIOHTTP1
 import NIOSSL
 import NIOTLS
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 @testable import SatchelNetwork
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import SatchelBundle
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 @testable import SatchelServer
 import SatchelStore
 import SatchelTestSupport

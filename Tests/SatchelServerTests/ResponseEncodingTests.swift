@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 @testable import SatchelServer
 import Testing
 

@@ -3,6 +3,7 @@ import Logging
 import SatchelCore
 import SatchelBundle
 import SatchelEngine
+import SatchelHTTP
 @testable import SatchelServer
 import SatchelStore
 import SatchelTestSupport

@@ -3,6 +3,7 @@ import Logging
 import SatchelBundle
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 @testable import SatchelServer
 import SatchelStore
 import SatchelTestSupport

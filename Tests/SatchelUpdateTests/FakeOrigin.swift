@@ -1,6 +1,6 @@
 import Foundation
 import SatchelCore
-import SatchelEngine
+import SatchelHTTP
 
 /// An in-memory HTTP origin behind the NetworkFetcher seam: serves files with strong ETags, honours Range and
 /// If-Range (RFC 9110 14.2 and 13.1.5) and If-None-Match, logs every request, and can cut a response short

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelTestSupport
 @testable import SatchelWebKit
 import Testing
@@ -91,7 +92,7 @@ struct SchemeTaskDriverTests {
         }
         let engine = try ResourceEngine(source: Source(package: ServedPackage(manifest: manifest, folder: root)))
         let policy = NetworkPolicy(allowedHosts: allowed)
-        let loader = fetcher.map { ResourceLoader(engine: engine, fetcher: $0, policy: policy) } ?? ResourceLoader(engine: engine, policy: policy)
+        let loader = fetcher.map { ResourceLoader(engine: engine, fetcher: $0, policy: policy) } ?? ResourceLoader(engine: engine, fetcher: URLSessionFetcher(), policy: policy)
         return SchemeTaskDriver(loader: loader, queue: queue, chunkSize: 16 << 10)
     }
 

@@ -28,6 +28,7 @@ let package = Package(
                 "CWebKitGTK", "CSatchelGLib",
                 .product(name: "SatchelWebKit", package: "Satchel"),
                 .product(name: "SatchelEngine", package: "Satchel"),
+                .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelCore", package: "Satchel"),
             ]),
         .executableTarget(
@@ -36,6 +37,7 @@ let package = Package(
                 "SatchelWebKitGTK", "CWebKitGTK", "CSatchelGLib",
                 .product(name: "SatchelWebKit", package: "Satchel"),
                 .product(name: "SatchelEngine", package: "Satchel"),
+                .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelCore", package: "Satchel"),
                 .product(name: "SatchelStore", package: "Satchel"),
                 .product(name: "SatchelOptions", package: "Satchel"),
@@ -48,6 +50,7 @@ let package = Package(
                 "SatchelWebKitGTK", "CWebKitGTK", "CSatchelGLib",
                 .product(name: "SatchelWebKit", package: "Satchel"),
                 .product(name: "SatchelEngine", package: "Satchel"),
+                .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelCore", package: "Satchel"),
             ]),
     ],

@@ -7,6 +7,7 @@ import Foundation
 import SatchelBundle
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelServer
 import SatchelStore
 

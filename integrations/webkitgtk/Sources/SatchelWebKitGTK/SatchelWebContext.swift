@@ -2,6 +2,7 @@ import CSatchelGLib
 import CWebKitGTK
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelWebKit
 
 /// Satchel in a WebKitGTK app: a `WebKitWebContext` whose custom schemes the engine answers, a network session whose

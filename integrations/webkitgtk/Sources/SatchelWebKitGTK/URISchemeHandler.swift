@@ -2,6 +2,7 @@ import CSatchelGLib
 import CWebKitGTK
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelWebKit
 
 /// Answers a `WebKitWebContext`'s custom-scheme requests with the engine: each `WebKitURISchemeRequest` becomes a

@@ -2,6 +2,7 @@ import CSatchelGLib
 import CWebKitGTK
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelWebKit
 
 /// One `WebKitURISchemeRequest` as the driver's ``SchemeTask``. Every method runs on the GLib main context's thread

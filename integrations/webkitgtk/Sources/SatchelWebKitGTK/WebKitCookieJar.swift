@@ -1,6 +1,7 @@
 import CSatchelGLib
 import CWebKitGTK
 import SatchelEngine
+import SatchelHTTP
 
 /// WebKit's cookie store (a `WebKitNetworkSession`'s `WebKitCookieManager`) as the engine's ``CookieProvider``, and
 /// the place `Set-Cookie` from network responses goes.

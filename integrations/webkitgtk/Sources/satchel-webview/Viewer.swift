@@ -4,6 +4,7 @@ import CWebKitGTK
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelNetwork
 import SatchelOptions
 import SatchelStore

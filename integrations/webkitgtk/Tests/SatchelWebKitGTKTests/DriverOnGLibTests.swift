@@ -3,6 +3,7 @@ import CWebKitGTK
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelWebKit
 import Testing
 @testable import SatchelWebKitGTK
@@ -90,7 +91,7 @@ struct DriverOnGLibTests {
         defer { package.remove() }
         let loop = MainContextThread()
         defer { loop.stop() }
-        let driver = SchemeTaskDriver(loader: ResourceLoader(engine: package.engine, policy: NetworkPolicy(allowedHosts: [])), executor: loop.executor, chunkSize: 256 << 10)
+        let driver = SchemeTaskDriver(loader: ResourceLoader(engine: package.engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(allowedHosts: [])), executor: loop.executor, chunkSize: 256 << 10)
         let reader: StreamReader = await withCheckedContinuation { continuation in
             loop.executor.execute {
                 driver.start(StreamTask(url: "satchel://app.example/large.bin", driver: driver) { stream in

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelWebKit
 import Testing
 @testable import SatchelWebKitGTK

@@ -16,7 +16,7 @@ extension ResourceResponse {
     }
 
     /// A header value cannot carry line breaks or other control characters (a message may quote a request).
-    static func headerSafe(_ text: String) -> String {
+    package static func headerSafe(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : $0 }))
     }
 }

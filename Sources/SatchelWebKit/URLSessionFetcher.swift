@@ -1,5 +1,6 @@
 import Foundation
 import SatchelCore
+import SatchelHTTP
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -1,0 +1,74 @@
+import SatchelCore
+
+/// Sends a request to the network and streams the answer back: the one seam between Satchel's rules and an HTTP
+/// stack. SatchelNetwork's `NIOFetcher` (servers, Linux, the updater) and SatchelWebKit's `URLSessionFetcher` (apps on
+/// Apple platforms) implement it; the HTTP cache wraps one.
+public protocol NetworkFetcher: Sendable {
+    /// Fetches `request` (an absolute http(s) URL, body restored, satchel headers removed). Redirects are
+    /// returned as they are, never followed. The body is a stream of chunks of at most 1 MiB.
+    /// - Throws: ``FetchError``; task cancellation cancels the upstream request.
+    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse
+}
+
+/// How long a fetch may wait, and for what. There is deliberately no total: a response whose bytes keep coming
+/// is never cut, however long it takes (a 1 GiB download, a slow stream); what is bounded is each wait.
+public struct FetchTimeouts: Sendable, Equatable {
+    /// Connecting (TCP, and TLS for https).
+    public var connect: Duration
+    /// From sending the request to the response head. A route's `timeoutMs` sets this: it is what a
+    /// network-first route falls back to the package on.
+    public var responseHead: Duration
+    /// The longest wait for the next body chunk while the consumer is waiting for it. Time the consumer itself
+    /// takes (a slow client holding the upstream back) does not count.
+    public var idle: Duration
+
+    public init(connect: Duration = .seconds(10), responseHead: Duration = .seconds(30), idle: Duration = .seconds(30)) {
+        self.connect = connect
+        self.responseHead = responseHead
+        self.idle = idle
+    }
+}
+
+/// Why the network could not answer. Each maps to the status the page sees: 502 (refused, reset, TLS, a
+/// response that is not HTTP), 504 (timeout), 403 (a host that is not allow-listed), 400 (a request that cannot
+/// go on the wire as it is: a field, method or target that would end early and change what the origin reads).
+public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
+    case hostNotAllowed(String)
+    case connectionFailed(String)
+    case badResponse(String)
+    case timedOut(String)
+    case unsupportedURL(String)
+    case invalidRequest(String)
+
+    public var status: Int {
+        switch self {
+        case .hostNotAllowed: 403
+        case .invalidRequest: 400
+        case .timedOut: 504
+        case .connectionFailed, .badResponse, .unsupportedURL: 502
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .hostNotAllowed(let host): "host \(host) is not allowed upstream (not on the allow-list)"
+        case .connectionFailed(let why): "upstream connection failed: \(why)"
+        case .badResponse(let why): "upstream sent a bad response: \(why)"
+        case .timedOut(let why): "upstream timed out: \(why)"
+        case .unsupportedURL(let url): "cannot fetch \(url)"
+        case .invalidRequest(let why): "cannot send the request upstream: \(why)"
+        }
+    }
+
+    /// What went wrong, without the kind of failure in front (for a message that names its own context).
+    public var reason: String {
+        switch self {
+        case .hostNotAllowed(let host): "\(host) is not on the allow-list"
+        case .connectionFailed(let why), .badResponse(let why), .timedOut(let why), .invalidRequest(let why): why
+        case .unsupportedURL(let url): "unsupported URL \(url)"
+        }
+    }
+
+    /// A short plain-text response for the page, with `X-Satchel-Error`.
+    public var response: ResourceResponse { .error(status, description) }
+}

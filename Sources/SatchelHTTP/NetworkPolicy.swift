@@ -1,0 +1,52 @@
+import SatchelCore
+
+/// Gives the cookies to send with an upstream request (an app's `HTTPCookieStorage` or `WKHTTPCookieStore`).
+public protocol CookieProvider: Sendable {
+    /// The `Cookie` header value for `url`, or nil.
+    func cookieHeader(for url: String) async -> String?
+}
+
+/// Who may be reached and how: the rules around every network fallback.
+public struct NetworkPolicy: Sendable {
+    /// Hosts the engine may contact (exact or `*.` patterns). Anything else is refused: never an open proxy.
+    public var allowedHosts: [HostPattern]
+    /// Per-host origin overrides, e.g. `m.shop.com` -> `http://127.0.0.1:8123` (tests, staging).
+    public var upstreamOverrides: [String: String]
+    public var timeouts: FetchTimeouts
+    public var cookies: (any CookieProvider)?
+
+    public init(allowedHosts: [HostPattern], upstreamOverrides: [String: String] = [:], timeouts: FetchTimeouts = FetchTimeouts(), cookies: (any CookieProvider)? = nil) {
+        self.allowedHosts = allowedHosts
+        self.upstreamOverrides = upstreamOverrides
+        self.timeouts = timeouts
+        self.cookies = cookies
+    }
+
+    /// Request fields that describe this hop, not the request (RFC 9110 §7.6.1), plus the two the fetcher sets
+    /// itself: `Host` (the upstream's authority) and `Content-Length` (of the restored body).
+    static let notForwarded = ["Host", "Content-Length"]
+
+    /// The request to send upstream for `request`, whose URL is `upstreamURL`; throws when the host is not allowed.
+    package func upstreamRequest(for request: ResourceRequest, upstreamURL: String) async throws(FetchError) -> ResourceRequest {
+        var upstream = try upstreamRequestWithoutCookies(for: request, upstreamURL: upstreamURL)
+        if !upstream.headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL) { upstream.headers.add("Cookie", value) }
+        return upstream
+    }
+
+    /// The same, without asking the ``CookieProvider``.
+    package func upstreamRequestWithoutCookies(for request: ResourceRequest, upstreamURL: String) throws(FetchError) -> ResourceRequest {
+        guard let url = RequestURL(upstreamURL), url.scheme == "https" || url.scheme == "http" else { throw .unsupportedURL(upstreamURL) }
+        guard allowedHosts.contains(where: { $0.matches(url.host) }) else { throw .hostNotAllowed(url.host) }
+        var target = upstreamURL
+        if let base = upstreamOverrides[url.host] {
+            // Keep path and query exactly as the page wrote them; replace scheme and authority. On the UTF-8
+            // view (a miss is a proxy's hot path; scanning Characters costs grapheme breaking), past the
+            // `scheme://` that RequestURL has just checked.
+            let utf8 = upstreamURL.utf8
+            let authority = utf8.index(utf8.firstIndex(of: UInt8(ascii: ":"))!, offsetBy: 3)
+            let afterAuthority = utf8[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? utf8.endIndex
+            target = (base.hasSuffix("/") ? String(base.dropLast()) : base) + Substring(utf8[afterAuthority...])
+        }
+        return ResourceRequest(method: request.method, url: target, headers: HopByHop.removing(from: request.headers, also: Self.notForwarded), body: request.body)
+    }
+}
