@@ -167,14 +167,24 @@ public final class ResourceEngine: Sendable {
 
     // MARK: Handling a request
 
+    /// What the package alone makes of `request`, under its route's strategy, with no network: its answer, or the
+    /// miss a loader would send to the network (``ResourceLoader`` is the whole path).
     public func handle(_ request: ResourceRequest) async -> EngineResult {
         handleSynchronously(request)
     }
 
     /// The same as ``handle(_:)`` without the async hop, for callers on a thread of their own.
-    /// - Parameter packageOnly: answer from the package even on network-first and network-only routes (the
-    ///   fallback of a network-first route whose network failed).
-    public func handleSynchronously(_ incoming: ResourceRequest, packageOnly: Bool = false) -> EngineResult {
+    public func handleSynchronously(_ request: ResourceRequest) -> EngineResult {
+        switch route(request) {
+        case .answer(let response): return .response(response)
+        case .routed(let routed): return PackageOnlyLoad.result(of: routed, engine: self)
+        }
+    }
+
+    /// Restores the body, routes the request to a package and finds the file that would answer it, in one pass:
+    /// everything a strategy needs to decide, before anything is read. A request that cannot be routed (a
+    /// malformed URL or body, an unproven body) is answered at once.
+    public func route(_ incoming: ResourceRequest) -> EngineRouting {
         // Body restoration comes first, before routing: the restored request is what a miss forwards.
         var request = incoming
         var channel = BodyChannel.none
@@ -182,54 +192,60 @@ public final class ResourceEngine: Sendable {
             do {
                 (request, channel) = try BodyRestorer(channels: channels).restore(incoming, takeStoredBody: { bodyStore.take($0) }, proof: proofCheck)
             } catch {
-                return .response(Self.plain(error.status, error.description))
+                return .answer(Self.plain(error.status, error.description))
             }
         }
         guard let url = RequestURL(request.url) else {
-            return .response(Self.plain(400, "not an absolute URL: \(request.url)"))
+            return .answer(Self.plain(400, "not an absolute URL: \(request.url)"))
         }
         let isCustom = configuration.customSchemes.contains(url.scheme)
-        // Built only for misses: string concatenation on every hit shows up in the benchmark.
-        var upstream: String { isCustom ? configuration.upstreamScheme + request.url.drop { $0 != ":" } : request.url }
+        let upstream = isCustom ? configuration.upstreamScheme + request.url.drop { $0 != ":" } : request.url
+        let method = request.method == "GET" ? "GET" : request.method.uppercased()
         guard isCustom || url.scheme == "https" || url.scheme == "http" else {
-            return .miss(EngineMiss(reason: .scheme, strategy: .networkOnly, upstreamURL: request.url, request: request, bodyChannel: channel))
+            return .routed(RoutedRequest(request: request, bodyChannel: channel, upstreamURL: request.url, method: method, outside: .scheme))
         }
         let current = currentSnapshot()
         guard let candidates = current.index.candidates(host: url.host) else {
-            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream, request: request, bodyChannel: channel))
+            return .routed(RoutedRequest(request: request, bodyChannel: channel, upstreamURL: upstream, method: method, outside: .noPackage))
         }
         let decoded: String
         do { decoded = try URLPath.decode(url.rawPath) } catch {
-            return .response(Self.plain(400, "bad URL path \(url.rawPath): \(error)"))
+            return .answer(Self.plain(400, "bad URL path \(url.rawPath): \(error)"))
         }
         guard let (prefix, package) = candidates.match(path: decoded) else {
-            return .miss(EngineMiss(reason: .noPackage, strategy: .offlineFirst, upstreamURL: upstream, request: request, bodyChannel: channel))
+            return .routed(RoutedRequest(request: request, bodyChannel: channel, upstreamURL: upstream, method: method, outside: .noPackage))
         }
         let route = package.manifest.route(forPath: decoded)
-        let strategy = route?.strategy ?? .offlineFirst
-        func miss(_ reason: EngineMiss.Reason) -> EngineResult {
-            .miss(EngineMiss(
-                reason: reason, strategy: strategy, timeoutMs: route?.timeoutMs, package: package.label, upstreamURL: upstream,
-                request: request, bodyChannel: channel))
+        guard method == "GET" || method == "HEAD" || method == "OPTIONS" else {
+            return .routed(RoutedRequest(
+                request: request, bodyChannel: channel, upstreamURL: upstream, method: method, outside: .method, route: route,
+                package: package, decodedPath: decoded))
         }
-        let method = request.method == "GET" ? "GET" : request.method.uppercased()
-        guard method == "GET" || method == "HEAD" || method == "OPTIONS" else { return miss(.method) }
-        if !packageOnly, strategy == .networkOnly || strategy == .networkFirst { return miss(.networkRoute) }
-
         let path: SafePath?
         do { path = try URLPath.filePath(forDecoded: decoded, under: prefix) } catch {
-            return .response(Self.plain(400, "bad URL path \(url.rawPath): \(error)"))
+            return .answer(Self.plain(400, "bad URL path \(url.rawPath): \(error)"))
         }
         var file = path.flatMap { package.files[$0.value] }
         if path == nil { file = package.files[package.manifest.entry.value] }
         if file == nil, package.manifest.spaFallback, let path, !path.fileName.contains("."), !url.rawPath.hasSuffix("/") {
             file = package.files[package.manifest.entry.value]
         }
-        guard let file else {
-            return strategy == .offlineOnly ? .response(Self.plain(404, "not in package \(package.label): \(decoded)")) : miss(.notInPackage)
-        }
-        if method == "OPTIONS" { return .response(options(request)) }
-        return .response(respond(to: request, method: method, with: file, package: package))
+        return .routed(RoutedRequest(
+            request: request, bodyChannel: channel, upstreamURL: upstream, method: method, outside: nil, route: route, package: package,
+            decodedPath: decoded, file: file))
+    }
+
+    /// The package's answer to a routed request: the file (conditional, range, HEAD) or, for OPTIONS, the allowed
+    /// methods and CORS; nil when the package holds nothing for it.
+    public func packageAnswer(_ routed: RoutedRequest) -> ResourceResponse? {
+        guard let file = routed.file, let package = routed.entry else { return nil }
+        if routed.method == "OPTIONS" { return options(routed.request) }
+        return respond(to: routed.request, method: routed.method, with: file, package: package)
+    }
+
+    /// The package's "not here" (404), for a route that never asks the network.
+    public func absentAnswer(_ routed: RoutedRequest) -> ResourceResponse {
+        Self.plain(404, "not in package \(routed.package ?? "?"): \(routed.decodedPath)")
     }
 
     /// The package's offline page with status 503, for a navigation that neither the package nor the network

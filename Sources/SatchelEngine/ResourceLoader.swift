@@ -1,16 +1,15 @@
 import SatchelCore
 import SatchelHTTP
 
-/// The whole path of a request (docs/architecture.md): restore body -> route to a package -> strategy -> package or
-/// network -> response. ``ResourceEngine`` answers from packages; this adds the network fallback with the
-/// route's strategy and the offline page.
+/// The whole path of a request (docs/architecture.md): restore body -> route to a package -> the route's
+/// strategy -> package or network -> response. One loader serves `satchel serve` and both WebKit adapters:
+/// ``ResourceEngine`` routes and answers from packages, a ``RouteStrategy`` decides between package and network,
+/// the ``NetworkFetcher`` (the HTTP cache, or a fetcher itself) fetches, and a navigation neither source can answer
+/// gets the package's offline page.
 ///
-/// - offline-first (default): the package, else the network;
-/// - network-first: the network within the route's timeout, else the package;
-/// - offline-only: the package, else 404 (the engine decides);
-/// - network-only: the network.
-/// When both fail on a navigation (`Accept: text/html` or `Sec-Fetch-Mode: navigate`), the package's
-/// offline page answers with 503; otherwise the network's error does (502/504, `X-Satchel-Error`).
+/// Two entry points, one path: ``respond(to:)`` for callers in a task, and ``start(_:on:completion:)`` for a caller
+/// on an executor of its own (the server on its event loop), which answers package hits at once and delivers the
+/// network's answer on that executor, so neither takes a task or a thread hop.
 public final class ResourceLoader: Sendable {
     public let engine: ResourceEngine
     public let fetcher: any NetworkFetcher
@@ -29,91 +28,192 @@ public final class ResourceLoader: Sendable {
         case refused
     }
 
-    public func respond(to request: ResourceRequest) async -> (response: ResourceResponse, outcome: Outcome, bodyChannel: BodyChannel) {
-        let fetch: Fetch
-        switch await decide(request) {
-        case .answer(let response, let outcome, let channel): return (response, outcome, channel)
-        case .fetch(let planned): fetch = planned
-        }
-        do {
-            return (try await fetcher.fetch(fetch.request, timeouts: fetch.timeouts), .network, fetch.miss.bodyChannel)
-        } catch {
-            return fallback(for: fetch, after: error)
-        }
-    }
+    public struct Answer: Sendable {
+        public var response: ResourceResponse
+        public var outcome: Outcome
+        /// Which channel restored the request's body.
+        public var bodyChannel: BodyChannel
 
-    /// What the loader does with a request before any network: answer it (a package hit, a definite error, a
-    /// host that is not allowed), or fetch this upstream request. The three steps (``decide(_:)``, the fetch,
-    /// ``fallback(for:after:)``) are public so that a caller with a faster way to fetch (the NIO server, on its
-    /// event loop) applies exactly the same rules.
-    public enum Decision: Sendable {
-        case answer(ResourceResponse, Outcome, BodyChannel)
-        case fetch(Fetch)
-    }
-
-    /// A planned network request and what it falls back on.
-    public struct Fetch: Sendable {
-        /// The request to send: allowed host, upstream URL, hop-by-hop fields removed, cookies added.
-        public let request: ResourceRequest
-        /// The policy's timeouts, with the route's `timeoutMs` as the response-head timeout.
-        public let timeouts: FetchTimeouts
-        /// The engine's miss: strategy, package, restored request, body channel.
-        public let miss: EngineMiss
-    }
-
-    public func decide(_ request: ResourceRequest) async -> Decision {
-        let result = engine.handleSynchronously(request)
-        guard case .miss(let miss) = result else { return Self.answer(result.response!) }
-        do {
-            return .fetch(plannedFetch(miss, upstream: try await policy.upstreamRequest(for: miss.request, upstreamURL: miss.upstreamURL)))
-        } catch {
-            return .answer(error.response, .error, miss.bodyChannel)
+        public init(response: ResourceResponse, outcome: Outcome, bodyChannel: BodyChannel) {
+            self.response = response
+            self.outcome = outcome
+            self.bodyChannel = bodyChannel
         }
     }
 
-    /// ``decide(_:)`` without suspending; nil when it would have to wait (a ``CookieProvider`` is configured).
-    public func decideWithoutWaiting(_ request: ResourceRequest) -> Decision? {
-        guard policy.cookies == nil else { return nil }
-        let result = engine.handleSynchronously(request)
-        guard case .miss(let miss) = result else { return Self.answer(result.response!) }
-        do {
-            return .fetch(plannedFetch(miss, upstream: try policy.upstreamRequestWithoutCookies(for: miss.request, upstreamURL: miss.upstreamURL)))
-        } catch {
-            return .answer(error.response, .error, miss.bodyChannel)
+    /// How ``start(_:on:completion:)`` went.
+    public enum Start: Sendable {
+        /// Answered before returning (a package hit, a definite error, a fetch that failed at once); the
+        /// completion is not called.
+        case answered(Answer)
+        /// The answer comes through the completion, on the executor; cancel the handle when the caller no longer
+        /// wants it (the answer then still comes, once).
+        case pending(any FetchHandle)
+    }
+
+    public func respond(to request: ResourceRequest) async -> Answer {
+        let box = LoadBox()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
+                switch start(request, on: InlineExecutor.shared, completion: { continuation.resume(returning: $0) }) {
+                case .answered(let answer): continuation.resume(returning: answer)
+                case .pending(let handle): box.set(handle)
+                }
+            }
+        } onCancel: {
+            box.cancel()
         }
     }
 
-    /// The engine's own answer. The engine answers 403 for one thing only, a body claimed without proof of
-    /// origin (``BodyRestorationError/unproven(channel:reason:)``), so that is a refusal.
-    private static func answer(_ response: ResourceResponse) -> Decision {
-        .answer(response, response.status == 403 ? .refused : .package, .none)
-    }
-
-    private func plannedFetch(_ miss: EngineMiss, upstream: ResourceRequest) -> Fetch {
-        var timeouts = policy.timeouts
-        if let milliseconds = miss.timeoutMs { timeouts.responseHead = .milliseconds(milliseconds) }
-        return Fetch(request: upstream, timeouts: timeouts, miss: miss)
-    }
-
-    /// The answer when the network failed: a network-first route falls back to its package; a navigation that
-    /// neither can answer gets the package's offline page (503); anything else gets the network's error
-    /// (502/504, `X-Satchel-Error`).
-    public func fallback(for fetch: Fetch, after error: any Error) -> (response: ResourceResponse, outcome: Outcome, bodyChannel: BodyChannel) {
-        let miss = fetch.miss
-        if error is CancellationError { return (FetchError.connectionFailed("cancelled").response, .error, miss.bodyChannel) }
-        let failure = error as? FetchError ?? .connectionFailed("\(error)")
-        if miss.reason == .networkRoute, miss.strategy == .networkFirst,
-            case .response(let response) = engine.handleSynchronously(miss.request, packageOnly: true)
-        {
-            return (response, .packageAfterNetworkFailure, miss.bodyChannel)
+    public func start(_ request: ResourceRequest, on executor: any AnswerExecutor, completion: @escaping @Sendable (Answer) -> Void) -> Start {
+        let routed: RoutedRequest
+        switch engine.route(request) {
+        case .answer(let response):
+            // The engine answers 403 for one thing only, a body claimed without proof of origin.
+            return .answered(Answer(response: response, outcome: response.status == 403 ? .refused : .package, bodyChannel: .none))
+        case .routed(let route):
+            routed = route
         }
-        if Self.isNavigation(miss.request), let package = miss.package, let page = engine.offlinePage(package: package) {
-            return (page, .offlinePage, miss.bodyChannel)
-        }
-        return (failure.response, .error, miss.bodyChannel)
+        let load = Load(routed, loader: self, executor: executor, completion: completion)
+        routed.handler.handle(load)
+        return load.leaveStrategy()
     }
 
     static func isNavigation(_ request: ResourceRequest) -> Bool {
         request.headers["Sec-Fetch-Mode"]?.lowercased() == "navigate" || (request.headers["Accept"]?.contains("text/html") ?? false)
+    }
+}
+
+/// One request through a loader: what a strategy asks for and how its answer gets to the caller, once. Its state
+/// is behind a lock: the network's answer may arrive on another thread while the strategy is still running.
+final class Load: StrategyLoad, FetchHandle, @unchecked Sendable {
+    private let routed: RoutedRequest
+    private let loader: ResourceLoader
+    private let executor: any AnswerExecutor
+    private let lock = Locked(State())
+
+    private struct State {
+        /// True while the strategy runs in ``ResourceLoader/start(_:on:completion:)``: an answer then is returned.
+        var inStart = true
+        var answer: ResourceLoader.Answer?
+        var completion: (@Sendable (ResourceLoader.Answer) -> Void)?
+        var inFlight: (any FetchHandle)?
+        var cancelled = false
+    }
+
+    init(_ routed: RoutedRequest, loader: ResourceLoader, executor: any AnswerExecutor, completion: @escaping @Sendable (ResourceLoader.Answer) -> Void) {
+        self.routed = routed
+        self.loader = loader
+        self.executor = executor
+        lock.withLock { $0.completion = completion }
+    }
+
+    /// The strategy returned: its answer if it gave one already, else the promise of one.
+    func leaveStrategy() -> ResourceLoader.Start {
+        let answer: ResourceLoader.Answer? = lock.withLock { state in
+            state.inStart = false
+            if state.answer != nil { state.completion = nil }
+            return state.answer
+        }
+        return answer.map { .answered($0) } ?? .pending(self)
+    }
+
+    func fromPackage() -> ResourceResponse? { loader.engine.packageAnswer(routed) }
+
+    func fromNetwork(then: @escaping @Sendable (Result<ResourceResponse, FetchError>) -> Void) {
+        let policy = loader.policy
+        var timeouts = policy.timeouts
+        if let milliseconds = routed.timeoutMs { timeouts.responseHead = .milliseconds(milliseconds) }
+        guard policy.cookies != nil else {
+            let upstream: ResourceRequest
+            do { upstream = try policy.upstreamRequestWithoutCookies(for: routed.request, upstreamURL: routed.upstreamURL) } catch {
+                return finish(error.response, .error)
+            }
+            return send(upstream, timeouts: timeouts, then: then)
+        }
+        // Cookies come from an asynchronous store (WebKit's): the one step that needs a task before the fetch.
+        let task = Task { [routed, executor, timeouts] in
+            do throws(FetchError) {
+                let upstream = try await policy.upstreamRequest(for: routed.request, upstreamURL: routed.upstreamURL)
+                executor.execute { self.send(upstream, timeouts: timeouts, then: then) }
+            } catch {
+                executor.execute { self.finish(error.response, .error) }
+            }
+        }
+        lock.withLock { $0.inFlight = TaskHandle(task) }
+    }
+
+    private func send(_ upstream: ResourceRequest, timeouts: FetchTimeouts, then: @escaping @Sendable (Result<ResourceResponse, FetchError>) -> Void) {
+        if lock.withLock({ $0.cancelled }) { return finishCancelled() }
+        let handle = loader.fetcher.fetch(upstream, timeouts: timeouts, on: executor) { result in
+            switch result {
+            case .success(let response): then(.success(response))
+            case .failure(let error) where error is CancellationError: self.finishCancelled()
+            case .failure(let error): then(.failure(error as? FetchError ?? .connectionFailed("\(error)")))
+            }
+        }
+        guard let handle else { return }
+        // Cancelled while the fetch was being made: cancel it too (its answer ends the load as cancelled).
+        if lock.withLock({ state -> Bool in state.inFlight = handle; return state.cancelled }) { handle.cancel() }
+    }
+
+    private func finishCancelled() {
+        finish(FetchError.connectionFailed("cancelled").response, .error)
+    }
+
+    func finish(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome) {
+        let answer = ResourceLoader.Answer(response: response, outcome: outcome, bodyChannel: routed.bodyChannel)
+        let completion: (@Sendable (ResourceLoader.Answer) -> Void)? = lock.withLock { state in
+            guard state.answer == nil else { return nil }
+            state.answer = answer
+            state.inFlight = nil
+            if state.inStart { return nil }
+            defer { state.completion = nil }
+            return state.completion
+        }
+        completion?(answer)
+    }
+
+    func finishUnanswered(_ failure: FetchError) {
+        if ResourceLoader.isNavigation(routed.request), let package = routed.package, let page = loader.engine.offlinePage(package: package) {
+            return finish(page, .offlinePage)
+        }
+        finish(failure.response, .error)
+    }
+
+    func finishAbsent() { finish(loader.engine.absentAnswer(routed), .package) }
+
+    /// ``FetchHandle``: the caller no longer wants the answer; what is in flight is cancelled, and the answer (an
+    /// error, unless one was there already) still comes, once.
+    func cancel() {
+        let inFlight = lock.withLock { state -> (any FetchHandle)? in
+            state.cancelled = true
+            return state.inFlight
+        }
+        inFlight?.cancel()
+    }
+}
+
+/// A task as a ``FetchHandle``.
+private final class TaskHandle: FetchHandle {
+    private let task: Task<Void, Never>
+    init(_ task: Task<Void, Never>) { self.task = task }
+    func cancel() { task.cancel() }
+}
+
+/// Holds the handle of a pending load for a task's cancellation handler, which may run before the load started.
+private final class LoadBox: Sendable {
+    private let state = Locked<(handle: (any FetchHandle)?, cancelled: Bool)>((nil, false))
+
+    func set(_ handle: any FetchHandle) {
+        let cancelled = state.withLock { state -> Bool in
+            state.handle = handle
+            return state.cancelled
+        }
+        if cancelled { handle.cancel() }
+    }
+
+    func cancel() {
+        state.withLock { $0.cancelled = true; return $0.handle }?.cancel()
     }
 }

@@ -8,6 +8,67 @@ public protocol NetworkFetcher: Sendable {
     /// returned as they are, never followed. The body is a stream of chunks of at most 1 MiB.
     /// - Throws: ``FetchError``; task cancellation cancels the upstream request.
     func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse
+
+    /// The same fetch for a caller that runs on an executor of its own (the server, on a connection's event loop):
+    /// `completion` is called once, on `executor`, possibly before this returns (a request that cannot be made).
+    /// A fetcher that can work on `executor` itself answers there with no task or thread hop; the default runs
+    /// ``fetch(_:timeouts:)`` in a task. A wrapper (the HTTP cache) passes `executor` on to the fetcher it wraps, so
+    /// wrapping never costs a fetcher its fast path.
+    /// - Returns: what cancels the fetch (the caller's client went away); nil when it already ended.
+    @discardableResult
+    func fetch(
+        _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
+        completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
+    ) -> (any FetchHandle)?
+}
+
+extension NetworkFetcher {
+    @discardableResult
+    public func fetch(
+        _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
+        completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
+    ) -> (any FetchHandle)? {
+        TaskFetch.start(fetching: request, timeouts: timeouts, with: self, on: executor, completion: completion)
+    }
+}
+
+/// Where a caller with a thread of its own wants answers delivered: the server's event loops (SatchelNetwork
+/// wraps one as `EventLoopExecutor`), or ``InlineExecutor`` for a caller that takes them on any thread.
+public protocol AnswerExecutor: AnyObject, Sendable {
+    /// Runs `work` on the executor, after what is running there now.
+    func execute(_ work: @escaping @Sendable () -> Void)
+}
+
+/// Runs work at once, on the calling thread: for a caller that does not care where an answer arrives.
+public final class InlineExecutor: AnswerExecutor {
+    public static let shared = InlineExecutor()
+    public func execute(_ work: @escaping @Sendable () -> Void) { work() }
+}
+
+/// A fetch (or a load) under way, which its caller may cancel: the answer still comes, as a failure, once.
+public protocol FetchHandle: AnyObject, Sendable {
+    func cancel()
+}
+
+/// A callback fetch run as ``NetworkFetcher/fetch(_:timeouts:)`` in a task, its answer delivered on the caller's
+/// executor; cancelling it cancels the task, which cancels the upstream request.
+package final class TaskFetch: FetchHandle {
+    private let task: Task<Void, Never>
+
+    private init(_ task: Task<Void, Never>) { self.task = task }
+
+    package static func start(
+        fetching request: ResourceRequest, timeouts: FetchTimeouts, with fetcher: some NetworkFetcher, on executor: any AnswerExecutor,
+        completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
+    ) -> TaskFetch {
+        TaskFetch(Task {
+            let result: Result<ResourceResponse, any Error>
+            do { result = .success(try await fetcher.fetch(request, timeouts: timeouts)) } catch { result = .failure(error) }
+            executor.execute { completion(result) }
+        })
+    }
+
+    package func cancel() { task.cancel() }
 }
 
 /// How long a fetch may wait, and for what. There is deliberately no total: a response whose bytes keep coming

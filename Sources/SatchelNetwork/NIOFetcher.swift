@@ -115,23 +115,24 @@ public final class NIOFetcher: NetworkFetcher {
         }
     }
 
-    /// The same fetch without leaving the event loop: for a caller already on `eventLoop` (the server answering
-    /// a miss), `completion` is called on that loop, with no task, thread hop or future in between; it may be
-    /// called before this returns (a request that cannot be made, a connection refused at once). The exchange
-    /// is returned so the caller can cancel it (its client went away before the head came); nil when the
-    /// request could not be made.
+    /// ``NetworkFetcher``'s fetch for a caller on an executor: on one of this fetcher's own kind, an event loop
+    /// (``EventLoopExecutor``), the exchange runs on that loop and `completion` is called there with no task, thread
+    /// hop or future in between (a miss is a proxy's hot path); the upstream connection then lives on the client's
+    /// thread, so the server can move the body's buffers without copying them. Any other executor: through a task.
     @discardableResult
     public func fetch(
-        _ request: ResourceRequest, timeouts: FetchTimeouts, on eventLoop: any EventLoop,
-        completion: @escaping (Result<ResourceResponse, any Error>) -> Void
-    ) -> UpstreamExchange? {
-        eventLoop.preconditionInEventLoop()
+        _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
+        completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
+    ) -> (any FetchHandle)? {
+        guard let loop = (executor as? EventLoopExecutor)?.eventLoop, loop.inEventLoop else {
+            return TaskFetch.start(fetching: request, timeouts: timeouts, with: self, on: executor, completion: completion)
+        }
         let prepared: UpstreamRequest
         do { prepared = try UpstreamRequest(request, allocator: ByteBufferAllocator()) } catch {
             completion(.failure(error))
             return nil
         }
-        let exchange = UpstreamExchange(eventLoop: eventLoop, request: prepared, pool: pools.pool(for: eventLoop), timeouts: timeouts, onResponse: completion)
+        let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts, onResponse: completion)
         exchange.start()
         return exchange
     }
@@ -140,6 +141,18 @@ public final class NIOFetcher: NetworkFetcher {
     public func idleConnections(on eventLoop: any EventLoop) -> EventLoopFuture<Int> {
         let pool = pools.pool(for: eventLoop)
         return eventLoop.submit { pool.idleCount }
+    }
+}
+
+/// An event loop as an ``AnswerExecutor``: a caller on the loop (the server) hands it to the loader and the fetcher,
+/// and ``NIOFetcher`` then runs its exchange on that very loop. Make one per loop and keep it.
+public final class EventLoopExecutor: AnswerExecutor {
+    public let eventLoop: any EventLoop
+
+    public init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        eventLoop.execute(work)
     }
 }
 

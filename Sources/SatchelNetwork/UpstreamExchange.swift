@@ -22,7 +22,7 @@ import SatchelHTTP
 ///   is still arriving.
 ///
 /// Every piece of state is touched on ``eventLoop`` only.
-public final class UpstreamExchange: BodyReader, @unchecked Sendable {
+public final class UpstreamExchange: BodyReader, FetchHandle, @unchecked Sendable {
     public let eventLoop: any EventLoop
     let request: UpstreamRequest
     let timeouts: FetchTimeouts

@@ -31,6 +31,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let cache: EncodedResponseCache?
     private var machine: ConnectionStateMachine
     private var context: ChannelHandlerContext?
+    /// The connection's event loop, as the loader and the fetcher take it: answers come back on it.
+    private var executor: EventLoopExecutor?
     private var deadlineCheck: RepeatedTask?
 
     /// Responses written without a flush, flushed once at the end of the read burst.
@@ -57,11 +59,14 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private enum PendingWork {
         case task(Task<Void, Never>)
+        /// A load on the loader's fast path (its fetch, or what its strategy does next).
+        case load(any FetchHandle)
         case upstream(UpstreamExchange)
 
         func cancel() {
             switch self {
             case .task(let task): task.cancel()
+            case .load(let handle): handle.cancel()
             case .upstream(let exchange): exchange.cancel()
             }
         }
@@ -78,6 +83,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        executor = EventLoopExecutor(context.eventLoop)
         if context.channel.isActive { startDeadlineCheck(context) }
     }
 
@@ -231,15 +237,14 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
         let request = ServerRequest(head: head, target: target, body: body, keepAlive: keepAlive)
         let isHead = head.method == .HEAD
-        let loop = context.eventLoop
         answers += 1
         let serial = answers
         awaited = (serial, isHead, head.version, keepAlive)
-        // Package hits and misses the NIO fetcher can take are answered on the event loop; the rest from a task.
-        switch responder.answerOnEventLoop(request, destination: destination, loop: loop, receiver: self) {
-        case .later(let exchange):
-            // Unless the answer came already (the fetch failed at once) and ended.
-            if awaited?.serial == serial { pending = exchange.map { .upstream($0) } }
+        // Package hits and misses are answered on the event loop; endpoints and published files from a task.
+        switch responder.answerOnEventLoop(request, destination: destination, executor: executor ?? EventLoopExecutor(context.eventLoop), receiver: self) {
+        case .later(let handle):
+            // Unless the answer came already and ended.
+            if awaited?.serial == serial { pending = .load(handle) }
         case .now(let response):
             awaited = nil
             if let reuseKey, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {

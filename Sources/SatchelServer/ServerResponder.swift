@@ -7,8 +7,8 @@ import SatchelHTTP
 import SatchelNetwork
 import SatchelStore
 
-/// Takes an answer that ``ServerResponder/answerOnEventLoop(_:destination:loop:receiver:)`` produces later, on the
-/// event loop (the connection handler).
+/// Takes an answer that ``ServerResponder/answerOnEventLoop(_:destination:executor:receiver:)`` produces later, on
+/// the event loop (the connection handler).
 protocol LoopAnswerReceiver: AnyObject {
     func answerArrived(_ response: ResourceResponse)
 }
@@ -107,47 +107,52 @@ public final class ServerResponder: Sendable {
     enum LoopAnswer {
         /// Ready now: a package hit or a definite error.
         case now(ResourceResponse)
-        /// The network's answer (or its fallback) goes to the receiver on the loop (possibly before
-        /// ``answerOnEventLoop(_:destination:loop:receiver:)`` returns, when the fetch fails at once); cancelling
-        /// the exchange closes the upstream request.
-        case later(UpstreamExchange?)
+        /// The network's answer (or what the strategy makes of its failure) goes to the receiver on the loop;
+        /// cancelling the handle stops what is in flight (the upstream request).
+        case later(any FetchHandle)
     }
 
-    /// The fast path: a package hit is answered at once, and a miss is fetched by the NIO fetcher on the same
-    /// event loop, so neither takes a task or a thread hop. Nil when the request needs
-    /// ``respond(to:destination:)``: an endpoint, published files, a cookie provider to ask, or a fetcher that
-    /// is not NIO's (then only plain package reads are answered here, since a body restoration must happen once).
-    func answerOnEventLoop(_ request: ServerRequest, destination: Destination, loop: any EventLoop, receiver: some LoopAnswerReceiver) -> LoopAnswer? {
+    /// A ``LoopAnswer/later(_:)`` with nothing to cancel (a page read in a task that ends by itself).
+    private final class NoHandle: FetchHandle {
+        func cancel() {}
+    }
+
+    /// The fast path: the loader on the connection's event loop, so a package hit is answered at once and a miss
+    /// is fetched on the same loop (``NIOFetcher`` runs its exchange there), with no task or thread hop. Nil when the
+    /// request needs ``respond(to:destination:)``: an endpoint or published files.
+    func answerOnEventLoop(_ request: ServerRequest, destination: Destination, executor: EventLoopExecutor, receiver: some LoopAnswerReceiver) -> LoopAnswer? {
         let started = ContinuousClock.now
         guard let url = engineURL(destination) else { return nil }
-        let engineRequest = engineRequest(request, url: url)
-        guard let fetcher = loader.fetcher as? NIOFetcher else {
-            guard request.method == "GET" || request.method == "HEAD", !loader.engine.restoresBody(engineRequest),
-                case .response(let response) = loader.engine.handleSynchronously(engineRequest)
-            else { return nil }
-            return .now(finished(response, .package, .none, request, started: started))
+        let bound = NIOLoopBound(receiver, eventLoop: executor.eventLoop)
+        let start = loader.start(engineRequest(request, url: url), on: executor) { answer in
+            self.finished(answer, request, started: started, executor: executor) { bound.value.answerArrived($0) }
         }
-        switch loader.decideWithoutWaiting(engineRequest) {
-        case nil:
-            return nil
-        case .answer(let response, let outcome, let channel):
-            // HTML the engine decodes as it sends (a large page of a built-in bundle) gets the hook after it is read,
-            // which is the task path's to do. (A plain read: running the engine again there costs nothing else.)
-            if isHTMLStream(response, outcome) { return nil }
-            return .now(finished(response, outcome, channel, request, started: started))
-        case .fetch(let fetch):
-            // Straight to the receiver, whichever way the fetch ends: a miss is the hot path of a proxy, and a
-            // promise in between costs allocations, callbacks and generic code for every request.
-            let exchange = fetcher.fetch(fetch.request, timeouts: fetch.timeouts, on: loop) { result in
-                switch result {
-                case .success(let response):
-                    receiver.answerArrived(self.finished(response, .network, fetch.miss.bodyChannel, request, started: started))
-                case .failure(let error):
-                    let (response, outcome, channel) = self.loader.fallback(for: fetch, after: error)
-                    receiver.answerArrived(self.finished(response, outcome, channel, request, started: started))
-                }
+        switch start {
+        case .pending(let handle):
+            return .later(handle)
+        case .answered(let answer):
+            guard !isHTMLStream(answer.response, answer.outcome) else {
+                // HTML the engine decodes as it sends (a large page of a built-in bundle) gets the hook once it is read,
+                // in a task; its answer comes to the receiver like the network's.
+                finished(answer, request, started: started, executor: executor) { bound.value.answerArrived($0) }
+                return .later(NoHandle())
             }
-            return .later(exchange)
+            return .now(finished(answer.response, answer.outcome, answer.bodyChannel, request, started: started))
+        }
+    }
+
+    /// Decorates and records an answer that arrives on the event loop after the fast path returned, and hands it on
+    /// there; HTML the hook must go into is read first, in a task, and handed on back on the loop.
+    private func finished(
+        _ answer: ResourceLoader.Answer, _ request: ServerRequest, started: ContinuousClock.Instant, executor: EventLoopExecutor,
+        deliver: @escaping @Sendable (ResourceResponse) -> Void
+    ) {
+        guard isHTMLStream(answer.response, answer.outcome) else {
+            return deliver(finished(answer.response, answer.outcome, answer.bodyChannel, request, started: started))
+        }
+        Task {
+            let response = await readingHTMLStream(answer.response)
+            executor.execute { deliver(self.finished(response, answer.outcome, answer.bodyChannel, request, started: started)) }
         }
     }
 
@@ -209,14 +214,21 @@ public final class ServerResponder: Sendable {
             }
             url = engineURL
         }
-        var (response, outcome, channel) = await loader.respond(to: engineRequest(request, url: url))
-        if isHTMLStream(response, outcome), case .stream(let stream) = response.body, (response.body.knownLength ?? Int64(response.headers["Content-Length"] ?? "") ?? .max) <= Self.largestHookedPage {
-            // Read whole (bounded), so the hook can go in like any other page's.
-            var bytes: [UInt8] = []
-            do { for try await chunk in stream { bytes += chunk } } catch { return (.error(500, "cannot read the page: \(error)"), "error", channel) }
-            response.body = .bytes(bytes)
-        }
-        return (decorated(response, outcome, for: request), Self.label(outcome, status: response.status), channel)
+        let answer = await loader.respond(to: engineRequest(request, url: url))
+        let response = isHTMLStream(answer.response, answer.outcome) ? await readingHTMLStream(answer.response) : answer.response
+        return (decorated(response, answer.outcome, for: request), Self.label(answer.outcome, status: response.status), answer.bodyChannel)
+    }
+
+    /// A package page that arrives as a stream, read whole (bounded), so the hook can go in like any other page's.
+    private func readingHTMLStream(_ response: ResourceResponse) async -> ResourceResponse {
+        guard case .stream(let stream) = response.body,
+            (response.body.knownLength ?? Int64(response.headers["Content-Length"] ?? "") ?? .max) <= Self.largestHookedPage
+        else { return response }
+        var bytes: [UInt8] = []
+        do { for try await chunk in stream { bytes += chunk } } catch { return .error(500, "cannot read the page: \(error)") }
+        var read = response
+        read.body = .bytes(bytes)
+        return read
     }
 
     /// Pages larger than this are passed through without the hook (HTML pages are small; this bounds memory).

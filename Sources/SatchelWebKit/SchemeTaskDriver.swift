@@ -167,7 +167,7 @@ public final class SchemeTaskDriver: Sendable {
         let request = task.request
         running.work = Task { [self] in
             defer { forget(key, running) }
-            var (response, _, _) = await loader.respond(to: request)
+            var response = await loader.respond(to: request).response
             if let page = NavigationRedirect.page(for: response, of: request) { response = page }
             let head = ResponseHead(status: response.status, headers: response.headers, bodyLength: Self.bodyLength(response))
             await deliver(running) { state in

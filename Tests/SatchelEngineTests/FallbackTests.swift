@@ -32,7 +32,7 @@ struct FallbackTests {
                 "X-Satchel-Body": encodeURIComponentForTests(body), "X-Satchel-Content-Type": "application/json", "X-Custom": "kept",
                 "Cookie": "session=abc", "Connection": "keep-alive",
             ]), secret: Self.secret)
-            let (response, outcome, channel) = await loader.respond(to: request)
+            let (response, outcome, channel) = (await loader.respond(to: request)).parts
             #expect(outcome == .network)
             #expect(channel == .header)
             #expect(response.status == 200)
@@ -58,7 +58,7 @@ struct FallbackTests {
             let request = ResourceRequest(method: "GET", url: "satchel://m.shop.com/echo?x=1&SATCHEL_TOKEN=1.2.3", headers: [
                 "X-Satchel-Token": "1.2.3", "X-Satchel-Method": "PUT", "X-Satchel-Keepalive": "1", "X-Custom": "kept",
             ])
-            let (response, outcome, channel) = await loader.respond(to: request)
+            let (response, outcome, channel) = (await loader.respond(to: request)).parts
             #expect(outcome == .network)
             #expect(channel == .none)
             let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
@@ -77,7 +77,7 @@ struct FallbackTests {
         try await withTemporaryFolder { folder async throws in
             let loader = try loader(folder, origin: origin)
             for method in ["POST", "PUT"] {
-                let (response, outcome, _) = await loader.respond(to: ResourceRequest(method: method, url: "satchel://m.shop.com/echo", body: [0, 1, 2, 255]))
+                let (response, outcome, _) = (await loader.respond(to: ResourceRequest(method: method, url: "satchel://m.shop.com/echo", body: [0, 1, 2, 255]))).parts
                 #expect(outcome == .network)
                 let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
                 #expect(Array(Data(base64Encoded: echo.body)!) == [0, 1, 2, 255])
@@ -97,10 +97,10 @@ struct FallbackTests {
             let base = try loader(folder, origin: origin)
             let loader = ResourceLoader(engine: base.engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(
                 allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": origin.base], cookies: Jar()))
-            let (response, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo"))
+            let (response, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo"))).parts
             let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))
             #expect(echo.headers.first { $0[0].lowercased() == "cookie" }?[1] == "jar=1; theme=dark")
-            let (own, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["Cookie": "mine=2"]))
+            let (own, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["Cookie": "mine=2"]))).parts
             let ownEcho = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await own.body.collect()))
             #expect(ownEcho.headers.filter { $0[0].lowercased() == "cookie" }.map { $0[1] } == ["mine=2"])
         }
@@ -111,7 +111,7 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let (response, _, _) = await (try loader(folder, origin: origin)).respond(to: ResourceRequest(url: "satchel://m.shop.com/redirect"))
+            let (response, _, _) = (await (try loader(folder, origin: origin)).respond(to: ResourceRequest(url: "satchel://m.shop.com/redirect"))).parts
             #expect(response.status == 302)
             #expect(response.headers["Location"] == "/echo")
         }
@@ -124,20 +124,20 @@ struct FallbackTests {
         try await withTemporaryFolder { folder async throws in
             let loader = try loader(folder, origin: origin)
             for (path, status) in [("/reset", 502), ("/garbage", 502)] {
-                let (response, outcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com" + path))
+                let (response, outcome, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com" + path))).parts
                 #expect(response.status == status, "\(path)")
                 #expect(outcome == .error)
                 #expect(response.headers["X-Satchel-Error"] != nil)
             }
             let started = ContinuousClock.now
-            let (stalled, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/stall"))
+            let (stalled, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/stall"))).parts
             #expect(stalled.status == 504)
             // The origin stalls for 30 s; the head timeout (3 s) answers long before. The bound is loose because
             // the whole suite runs in parallel on two cores, where a timer can fire late.
             #expect(ContinuousClock.now - started < .seconds(12))
             // Nothing listens on port 9 of loopback: connection refused.
             let refused = ResourceLoader(engine: loader.engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")], upstreamOverrides: ["m.shop.com": "http://127.0.0.1:9"]))
-            let (response, _, _) = await refused.respond(to: ResourceRequest(url: "satchel://m.shop.com/x.json"))
+            let (response, _, _) = (await refused.respond(to: ResourceRequest(url: "satchel://m.shop.com/x.json"))).parts
             #expect(response.status == 502)
         }
     }
@@ -147,7 +147,7 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
-            let (response, _, _) = await (try loader(folder, origin: origin)).respond(to: ResourceRequest(url: "https://evil.example/steal"))
+            let (response, _, _) = (await (try loader(folder, origin: origin)).respond(to: ResourceRequest(url: "https://evil.example/steal"))).parts
             #expect(response.status == 403)
             #expect(response.headers["X-Satchel-Error"]?.contains("evil.example") == true)
         }
@@ -161,19 +161,19 @@ struct FallbackTests {
             let routes = [try Route(prefix: "/cached.json", strategy: .networkFirst, timeoutMs: 500)]
             var loader = try loader(folder, origin: origin, routes: routes)
             // The origin has no /cached.json: a 404 from the network is an answer, and network-first returns it.
-            let (fromNetwork, outcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
+            let (fromNetwork, outcome, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))).parts
             #expect(fromNetwork.status == 404)
             #expect(outcome == .network)
             origin.stop()
             loader = try self.loader(folder, origin: origin, routes: routes)
-            let (fallback, fallbackOutcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))
+            let (fallback, fallbackOutcome, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/cached.json"))).parts
             #expect(fallbackOutcome == .packageAfterNetworkFailure)
             #expect(try await fallback.body.collect() == text("{\"cached\":true}"))
-            let (page, pageOutcome, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/account", headers: ["Accept": "text/html,*/*"]))
+            let (page, pageOutcome, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/account", headers: ["Accept": "text/html,*/*"]))).parts
             #expect(pageOutcome == .offlinePage)
             #expect(page.status == 503)
             #expect(try await page.body.collect() == text("<h1>offline</h1>"))
-            let (api, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/api/x", headers: ["Accept": "application/json"]))
+            let (api, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/api/x", headers: ["Accept": "application/json"]))).parts
             #expect(api.status == 502)
         }
     }
@@ -185,7 +185,7 @@ struct FallbackTests {
         try await withTemporaryFolder { folder async throws in
             let loader = try loader(folder, origin: origin)
             let task = Task {
-                let (response, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/hang"))
+                let (response, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/hang"))).parts
                 if case .stream(let stream) = response.body {
                     for try await _ in stream {}
                 }
@@ -196,7 +196,7 @@ struct FallbackTests {
             var events: [String] = []
             for _ in 0..<60 {
                 try await Task.sleep(for: .milliseconds(100))
-                let (response, _, _) = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/events"))
+                let (response, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/events"))).parts
                 events = try JSONDecoder().decode([String].self, from: Data(try await response.body.collect()))
                 if events.contains("hang: client went away") { break }
             }
@@ -204,6 +204,11 @@ struct FallbackTests {
             #expect(events.contains("hang: client went away"), "\(events)")
         }
     }
+}
+
+extension ResourceLoader.Answer {
+    /// The answer as the tests take it apart.
+    var parts: (ResourceResponse, ResourceLoader.Outcome, BodyChannel) { (response, outcome, bodyChannel) }
 }
 
 func encodeURIComponentForTests(_ text: String) -> String {

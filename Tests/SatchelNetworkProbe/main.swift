@@ -31,7 +31,7 @@ let loader = ResourceLoader(
     policy: NetworkPolicy(allowedHosts: [try HostPattern(host)], timeouts: FetchTimeouts(idle: .seconds(30))))
 
 func fetch(_ bytes: Int, pause: Bool) async throws -> Int {
-    let (response, _, _) = await loader.respond(to: ResourceRequest(url: url.replacingOccurrences(of: "n=\(expected)", with: "n=\(bytes)")))
+    let response = await loader.respond(to: ResourceRequest(url: url.replacingOccurrences(of: "n=\(expected)", with: "n=\(bytes)"))).response
     var total = 0
     var paused = !pause
     for try await chunk in response.body.chunks() {
