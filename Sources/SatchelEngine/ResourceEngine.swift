@@ -95,10 +95,13 @@ public final class ResourceEngine: Sendable {
         let manifest: Manifest
         let label: String
         let files: [String: File]
+        /// `Last-Modified` of every file: the bundle's build time (`createdAt`), formatted once.
+        let lastModified: String
 
         init(_ package: ServedPackage) {
             manifest = package.manifest
             label = package.label
+            lastModified = package.manifest.createdAt.httpDate
             var files: [String: File] = [:]
             files.reserveCapacity(package.manifest.files.count)
             for record in package.manifest.files {
@@ -142,8 +145,8 @@ public final class ResourceEngine: Sendable {
     /// The request headers whose presence or value can change a package response (conditionals, ranges,
     /// CORS, and the body-restoring headers); every other header is ignored by the engine's offline answers.
     public var headersThatChangeResponses: [String] {
-        ["Range", "If-Range", "If-None-Match", "Origin", "Access-Control-Request-Method", "Access-Control-Request-Headers",
-         "Content-Length", "Transfer-Encoding"] + restorerHeaders
+        ["Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "Origin",
+         "Access-Control-Request-Method", "Access-Control-Request-Headers", "Content-Length", "Transfer-Encoding"] + restorerHeaders
     }
 
     /// Whether any served package claims `host` (lower-case, no port).
@@ -310,12 +313,16 @@ public final class ResourceEngine: Sendable {
         var headers = HTTPHeaders(capacity: 8)
         headers.add("Content-Type", file.contentType)
         headers.add("ETag", file.etag)
+        headers.add("Last-Modified", package.lastModified)
         headers.add("Accept-Ranges", "bytes")
         headers.add("Cache-Control", file.isHTML ? configuration.cacheControl.html : configuration.cacheControl.other)
         addCORS(to: &headers, origin: request.headers["Origin"])
         if configuration.diagnosticHeader { headers.add("X-Satchel-Source", "\(package.label) \(file.record.path)") }
 
-        let answer = RepresentationSelection.select(method: method, headers: request.headers, etag: file.etag, size: size).answer(size: size)
+        // The build time is a strong validator: a file never changes within a version, and a version's files were
+        // fixed before it was built.
+        let validators = Validators(etag: file.etag, lastModified: package.manifest.createdAt)
+        let answer = RepresentationSelection.select(method: method, headers: request.headers, validators: validators, size: size).answer(size: size)
         answer.addFraming(to: &headers)
         guard answer.sendsBody, method != "HEAD" else { return ResourceResponse(status: answer.status, headers: headers) }
         let (status, offset, length) = (answer.status, answer.offset, answer.length)

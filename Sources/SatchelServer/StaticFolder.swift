@@ -19,7 +19,11 @@ struct StaticFolder: Sendable {
         var headers: HTTPHeaders = [
             "Content-Type": MIMETable.entry(for: relative).type, "ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "no-cache",
         ]
-        let answer = RepresentationSelection.select(method: request.method, headers: request.headers, etag: etag, size: size).answer(size: size)
+        let modified = Timestamp(secondsSinceEpoch: Int64(info.st_mtim.tv_sec))
+        headers.add("Last-Modified", modified.httpDate)
+        // A file written within the last second may change again within it: its date is then a weak validator.
+        let validators = Validators(etag: etag, lastModified: modified, lastModifiedIsStrong: Int64(time(nil)) > modified.secondsSinceEpoch)
+        let answer = RepresentationSelection.select(method: request.method, headers: request.headers, validators: validators, size: size).answer(size: size)
         answer.addFraming(to: &headers)
         guard answer.sendsBody, request.method != "HEAD" else { return ResourceResponse(status: answer.status, headers: headers) }
         guard let region = FileRegion(path: location, offset: answer.offset, length: answer.length) else { return nil }

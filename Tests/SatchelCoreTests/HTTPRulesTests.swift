@@ -66,12 +66,13 @@ struct EntityTagTests {
         #expect(!EntityTag.noneMatchHits("abc", etag: etag))
     }
 
-    @Test("If-Range needs a strong match; weak tags and dates never match")
+    @Test("If-Range needs a strong match; weak tags and dates that are not Last-Modified never match")
     func ifRange() {
-        #expect(EntityTag.ifRangeAllowsRange("\"abc\"", etag: etag))
-        #expect(!EntityTag.ifRangeAllowsRange("W/\"abc\"", etag: etag))
-        #expect(!EntityTag.ifRangeAllowsRange("\"other\"", etag: etag))
-        #expect(!EntityTag.ifRangeAllowsRange("Wed, 21 Oct 2015 07:28:00 GMT", etag: etag))
+        let validators = Validators(etag: etag)
+        #expect(Preconditions.ifRangeHolds("\"abc\"", validators: validators))
+        #expect(!Preconditions.ifRangeHolds("W/\"abc\"", validators: validators))
+        #expect(!Preconditions.ifRangeHolds("\"other\"", validators: validators))
+        #expect(!Preconditions.ifRangeHolds("Wed, 21 Oct 2015 07:28:00 GMT", validators: validators))
     }
 }
 
@@ -244,7 +245,7 @@ struct RepresentationSelectionTests {
     @Test("If-None-Match wins over Range; If-Range gates Range; HEAD ignores Range; several ranges send everything")
     func selection() {
         func select(_ headers: HTTPHeaders, method: String = "GET") -> RepresentationSelection {
-            RepresentationSelection.select(method: method, headers: headers, etag: etag, size: 100)
+            RepresentationSelection.select(method: method, headers: headers, validators: Validators(etag: etag), size: 100)
         }
         #expect(select(["If-None-Match": etag, "Range": "bytes=0-9"]) == .notModified)
         #expect(select(["Range": "bytes=0-9"]) == .partial(0...9))
@@ -258,11 +259,108 @@ struct RepresentationSelectionTests {
     }
 }
 
+@Suite("Preconditions: RFC 9110 §13.1, in §13.2.2's order")
+struct PreconditionTests {
+    static let etag = "\"v2\""
+    static let modified = Timestamp(httpDate: "Wed, 21 Oct 2015 07:28:00 GMT")!
+    static let earlier = "Tue, 20 Oct 2015 07:28:00 GMT"
+    static let same = "Wed, 21 Oct 2015 07:28:00 GMT"
+    static let later = "Thu, 22 Oct 2015 07:28:00 GMT"
+
+    @Test("each precondition alone and in combination, expected outcomes read from the RFC", arguments: [
+        // If-Match (§13.1.1): strong comparison; `*` when a representation exists.
+        ("GET", ["If-Match": "\"other\""], Preconditions.Outcome.preconditionFailed),
+        ("GET", ["If-Match": "\"other\", \"v2\""], .proceed),
+        ("GET", ["If-Match": "W/\"v2\""], .preconditionFailed),
+        ("GET", ["If-Match": "*"], .proceed),
+        ("PUT", ["If-Match": "\"other\""], .preconditionFailed),
+        // If-Unmodified-Since (§13.1.4): ignored when If-Match is present, or when the date is not one HTTP date.
+        ("GET", ["If-Unmodified-Since": earlier], .preconditionFailed),
+        ("GET", ["If-Unmodified-Since": same], .proceed),
+        ("GET", ["If-Unmodified-Since": later], .proceed),
+        ("GET", ["If-Match": "\"v2\"", "If-Unmodified-Since": earlier], .proceed),
+        ("GET", ["If-Unmodified-Since": "yesterday"], .proceed),
+        ("DELETE", ["If-Unmodified-Since": earlier], .preconditionFailed),
+        // If-None-Match (§13.1.2): weak comparison; 304 for GET and HEAD, 412 for other methods.
+        ("GET", ["If-None-Match": "\"v2\""], .notModified),
+        ("HEAD", ["If-None-Match": "W/\"v2\""], .notModified),
+        ("GET", ["If-None-Match": "\"v1\", \"v2\""], .notModified),
+        ("GET", ["If-None-Match": "*"], .notModified),
+        ("GET", ["If-None-Match": "\"v1\""], .proceed),
+        ("POST", ["If-None-Match": "\"v2\""], .preconditionFailed),
+        // If-Modified-Since (§13.1.3): GET and HEAD only, ignored when If-None-Match is present.
+        ("GET", ["If-Modified-Since": same], .notModified),
+        ("GET", ["If-Modified-Since": later], .notModified),
+        ("GET", ["If-Modified-Since": earlier], .proceed),
+        ("GET", ["If-None-Match": "\"v1\"", "If-Modified-Since": later], .proceed),
+        ("POST", ["If-Modified-Since": later], .proceed),
+        ("GET", ["If-Modified-Since": "\(same), \(same)"], .proceed),
+        // Order (§13.2.2): a failed If-Match is a 412 before If-None-Match could give a 304.
+        ("GET", ["If-Match": "\"other\"", "If-None-Match": "\"v2\""], .preconditionFailed),
+        ("GET", ["If-Unmodified-Since": earlier, "If-None-Match": "\"v2\""], .preconditionFailed),
+    ])
+    func outcomes(method: String, fields: [String: String], expected: Preconditions.Outcome) {
+        let headers = HTTPHeaders(fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        let validators = Validators(etag: Self.etag, lastModified: Self.modified)
+        #expect(Preconditions.evaluate(method: method, headers: headers, validators: validators) == expected, "\(method) \(fields)")
+    }
+
+    @Test("a representation that does not exist: If-Match * fails, If-None-Match * holds")
+    func absentRepresentation() {
+        #expect(Preconditions.evaluate(method: "PUT", headers: ["If-Match": "*"], validators: Validators(), exists: false) == .preconditionFailed)
+        #expect(Preconditions.evaluate(method: "PUT", headers: ["If-None-Match": "*"], validators: Validators(), exists: false) == .proceed)
+    }
+
+    @Test("If-Range (§13.1.5): a strong tag, or a strong date exactly equal to Last-Modified, lets the range through")
+    func ifRange() {
+        let strong = Validators(etag: Self.etag, lastModified: Self.modified)
+        let weakDate = Validators(etag: "W/\"v2\"", lastModified: Self.modified, lastModifiedIsStrong: false)
+        func select(_ ifRange: String, _ validators: Validators) -> RepresentationSelection {
+            RepresentationSelection.select(method: "GET", headers: ["Range": "bytes=0-9", "If-Range": ifRange], validators: validators, size: 100)
+        }
+        #expect(select(Self.etag, strong) == .partial(0...9))
+        #expect(select("\"v1\"", strong) == .full)
+        #expect(select("W/\"v2\"", weakDate) == .full)
+        #expect(select(Self.same, strong) == .partial(0...9))
+        #expect(select(Self.later, strong) == .full)
+        #expect(select(Self.same, weakDate) == .full)
+        #expect(RepresentationSelection.select(method: "GET", headers: ["If-Match": "\"x\"", "Range": "bytes=0-9"], validators: strong, size: 100) == .preconditionFailed)
+    }
+}
+
+@Suite("HTTP dates: the three forms a recipient must accept (RFC 9110 §5.6.7)")
+struct HTTPDateTests {
+    @Test("IMF-fixdate, RFC 850 and asctime name the same instant; other text is not a date", arguments: [
+        ("Sun, 06 Nov 1994 08:49:37 GMT", Int64?(784_111_777)),
+        ("Sunday, 06-Nov-94 08:49:37 GMT", 784_111_777),
+        ("Sun Nov  6 08:49:37 1994", 784_111_777),
+        ("sun, 06 nov 1994 08:49:37 gmt", 784_111_777),
+        ("Sun, 06 Nov 1994 08:49:37 UTC", nil),
+        ("Sun, 06 Nov 1994 8:49:37 GMT", nil),
+        ("Sun, 31 Feb 1994 08:49:37 GMT", nil),
+        ("1994-11-06T08:49:37Z", nil),
+        ("", nil),
+    ])
+    func parses(text: String, expected: Int64?) {
+        #expect(Timestamp(httpDate: text)?.secondsSinceEpoch == expected, "\(text)")
+    }
+
+    @Test("dates are written as IMF-fixdate and read back")
+    func roundTrip() {
+        #expect(Timestamp(secondsSinceEpoch: 784_111_777).httpDate == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(Timestamp(secondsSinceEpoch: 0).httpDate == "Thu, 01 Jan 1970 00:00:00 GMT")
+        for seconds in stride(from: Int64(0), to: 4_000_000_000, by: 86_399 * 37) {
+            #expect(Timestamp(httpDate: Timestamp(secondsSinceEpoch: seconds).httpDate)?.secondsSinceEpoch == seconds)
+        }
+    }
+}
+
 @Suite("What a selection means on the wire")
 struct RepresentationAnswerTests {
     @Test("status, framing and body bytes of each selection for a 100-byte representation", arguments: [
         (RepresentationSelection.notModified, 304, 0, 0, nil, false, [String]()),
         (.unsatisfiable, 416, 0, 0, "bytes */100", false, ["Content-Range: bytes */100", "Content-Length: 0"]),
+        (.preconditionFailed, 412, 0, 0, nil, false, ["Content-Length: 0"]),
         (.partial(10...19), 206, 10, 10, "bytes 10-19/100", true, ["Content-Range: bytes 10-19/100", "Content-Length: 10"]),
         (.full, 200, 0, 100, nil, true, ["Content-Length: 100"]),
     ])

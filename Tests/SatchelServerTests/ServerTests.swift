@@ -75,6 +75,39 @@ struct ServerTests {
         await fixture.stop()
     }
 
+    @Test("all five preconditions at the socket, after the plain answer was reused: If-Match and If-Unmodified-Since give 412, If-None-Match and If-Modified-Since 304, If-Range gates a range by tag or date")
+    func preconditionsAtTheSocket() async throws {
+        let fixture = try await ServerFixture()
+        let client = try RawClient(port: fixture.port)
+        let get = "GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\n"
+        client.send(get + "\r\n" + get + "\r\n")
+        let plain = await client.responses(2)
+        try #require(plain.count == 2)
+        let etag = try #require(plain[0].headers["etag"])
+        let modified = try #require(plain[0].headers["last-modified"])
+        #expect(Timestamp(httpDate: modified) != nil, "Last-Modified is an HTTP date: \(modified)")
+        let before = Timestamp(secondsSinceEpoch: Timestamp(httpDate: modified)!.secondsSinceEpoch - 86_400).httpDate
+        let cases: [(String, Int, String)] = [
+            ("If-Match: \"other\"", 412, ""),
+            ("If-Match: \(etag)", 200, "console.log(1)"),
+            ("If-Unmodified-Since: \(before)", 412, ""),
+            ("If-Unmodified-Since: \(modified)", 200, "console.log(1)"),
+            ("If-None-Match: \(etag)", 304, ""),
+            ("If-Modified-Since: \(modified)", 304, ""),
+            ("If-Modified-Since: \(before)", 200, "console.log(1)"),
+            ("Range: bytes=0-6\r\nIf-Range: \(modified)", 206, "console"),
+            ("Range: bytes=0-6\r\nIf-Range: \(before)", 200, "console.log(1)"),
+            ("If-Match: \"other\"\r\nIf-None-Match: \(etag)", 412, ""),
+        ]
+        for (fields, status, body) in cases {
+            client.send(get + fields + "\r\n\r\n")
+            let answer = await client.responses(1).first
+            #expect(answer?.status == status, "\(fields)")
+            #expect(String(decoding: answer?.body ?? [], as: UTF8.self) == body, "\(fields)")
+        }
+        await fixture.stop()
+    }
+
     @Test("the request log shows each URL absolute, credentials and body-channel values redacted, the rest as sent")
     func requestLogRedacts() async throws {
         let fixture = try await ServerFixture()

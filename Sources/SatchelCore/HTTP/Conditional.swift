@@ -12,13 +12,8 @@ public enum EntityTag {
         return tags(in: headerValue).contains { opaque($0) == target }
     }
 
-    /// `If-Range` with an entity tag: the range applies only when the tag matches by the *strong* comparison.
-    /// A date (Satchel sends no Last-Modified) or a weak tag never matches, so the whole body is sent.
-    public static func ifRangeAllowsRange(_ headerValue: String, etag: String) -> Bool {
-        let value = Substring(headerValue).trimmingSpaces
-        guard value.hasPrefix("\"") else { return false }
-        return value == Substring(etag)
-    }
+    /// Whether an entity tag is weak (`W/"…"`).
+    static func isWeak(_ tag: some StringProtocol) -> Bool { tag.hasPrefix("W/") }
 
     private static func opaque(_ tag: Substring) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
 

@@ -1,9 +1,11 @@
-/// What to send for a GET or HEAD of a representation with a strong ETag and a known size: the conditional
-/// and range rules of RFC 9110 (§13.2.2 order: If-None-Match first, then Range with If-Range), decided once
-/// for the engine and for the server's static files.
+/// What to send for a request to a representation of known size: RFC 9110's preconditions (``Preconditions``,
+/// in §13.2.2's order), then Range with If-Range (§14), decided once for package files, published files and stored
+/// HTTP responses.
 public enum RepresentationSelection: Equatable, Sendable {
     /// 304: the client's copy is current.
     case notModified
+    /// 412: a precondition the client set does not hold.
+    case preconditionFailed
     /// 416 with `Content-Range: bytes */size`.
     case unsatisfiable
     /// 206 with this inclusive range.
@@ -11,11 +13,15 @@ public enum RepresentationSelection: Equatable, Sendable {
     /// 200 with the whole representation (no Range, an ignored one, or several ranges).
     case full
 
-    public static func select(method: String, headers: HTTPHeaders, etag: String, size: Int64) -> RepresentationSelection {
-        if let condition = headers["If-None-Match"], EntityTag.noneMatchHits(condition, etag: etag) { return .notModified }
+    public static func select(method: String, headers: HTTPHeaders, validators: Validators, size: Int64) -> RepresentationSelection {
+        switch Preconditions.evaluate(method: method, headers: headers, validators: validators) {
+        case .notModified: return .notModified
+        case .preconditionFailed: return .preconditionFailed
+        case .proceed: break
+        }
         // Range applies to GET only (RFC 9110 §14.2); a failed If-Range means the whole body.
         guard method == "GET", let value = headers["Range"], let parsed = RangeRequest.parse(value),
-            headers["If-Range"].map({ EntityTag.ifRangeAllowsRange($0, etag: etag) }) ?? true
+            headers["If-Range"].map({ Preconditions.ifRangeHolds($0, validators: validators) }) ?? true
         else { return .full }
         let ranges = parsed.resolve(against: size)
         if ranges.isEmpty { return .unsatisfiable }
@@ -30,6 +36,7 @@ extension RepresentationSelection {
     public func answer(size: Int64) -> RepresentationAnswer {
         switch self {
         case .notModified: RepresentationAnswer(status: 304, offset: 0, length: 0, contentRange: nil, sendsBody: false)
+        case .preconditionFailed: RepresentationAnswer(status: 412, offset: 0, length: 0, contentRange: nil, sendsBody: false)
         case .unsatisfiable: RepresentationAnswer(status: 416, offset: 0, length: 0, contentRange: "bytes */\(size)", sendsBody: false)
         case .partial(let range):
             RepresentationAnswer(

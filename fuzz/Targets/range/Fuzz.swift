@@ -14,16 +14,18 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let representationSize = Int64(sizeBits % (UInt64(1) << 42))
     let fields = String(decoding: bytes[8...], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     var headers = HTTPHeaders()
-    for (index, name) in ["Range", "If-Range", "If-None-Match"].enumerated() where index < fields.count { headers.add(name, fields[index]) }
+    let names = ["Range", "If-Range", "If-None-Match", "If-Match", "If-Modified-Since", "If-Unmodified-Since"]
+    for (index, name) in names.enumerated() where index < fields.count { headers.add(name, fields[index]) }
     if let range = headers["Range"], let parsed = RangeRequest.parse(range) {
         for resolved in parsed.resolve(against: representationSize) {
             require(resolved.lowerBound >= 0 && resolved.upperBound < representationSize, "\(resolved) outside 0..<\(representationSize)")
         }
     }
-    switch RepresentationSelection.select(method: "GET", headers: headers, etag: "\"abc\"", size: representationSize) {
+    let validators = Validators(etag: "\"abc\"", lastModified: Timestamp(secondsSinceEpoch: 1_445_412_480))
+    switch RepresentationSelection.select(method: "GET", headers: headers, validators: validators, size: representationSize) {
     case .partial(let range):
         require(range.lowerBound >= 0 && range.upperBound < representationSize, "partial \(range) outside \(representationSize)")
-    case .unsatisfiable, .notModified, .full: break
+    case .unsatisfiable, .notModified, .preconditionFailed, .full: break
     }
     return 0
 }
