@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
         .library(name: "SatchelStore", targets: ["SatchelStore"]),
         .library(name: "SatchelHTTP", targets: ["SatchelHTTP"]),
+        .library(name: "SatchelCache", targets: ["SatchelCache"]),
         .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
         .library(name: "SatchelWebKit", targets: ["SatchelWebKit"]),
         .library(name: "SatchelUpdate", targets: ["SatchelUpdate"]),
@@ -71,6 +72,8 @@ let package = Package(
         ),
         // HTTP messages and the network seam, shared by the engine, every fetcher and the updater.
         .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
+        // The HTTP cache (RFC 9111) on disk: a NetworkFetcher that wraps another; its rules are SatchelCore's.
+        .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelArchive"]),
         // Above SatchelHTTP and SatchelCore only: it reads packages through SatchelCore's PackageSource, which the
         // store implements, and fetches through SatchelHTTP's NetworkFetcher, which SatchelNetwork implements.
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"]),
@@ -98,7 +101,7 @@ let package = Package(
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelStore", "SatchelNetwork",
+                "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelCore", "SatchelStore", "SatchelNetwork",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -110,15 +113,15 @@ let package = Package(
         .target(
             name: "SatchelOptions",
             dependencies: [
-                "SatchelCore", "SatchelStore", "SatchelEngine", "SatchelHTTP",
+                "SatchelCore", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelCache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelServer", "SatchelUpdate",
-                "SatchelOptions", "SatchelNetwork",
+                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelServer",
+                "SatchelUpdate", "SatchelOptions", "SatchelNetwork",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

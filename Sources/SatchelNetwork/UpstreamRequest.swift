@@ -52,7 +52,7 @@ struct UpstreamRequest: Sendable {
         for field in request.headers where !SatchelCore.HTTPHeaders.equalNames(field.name, "Host") && !SatchelCore.HTTPHeaders.equalNames(field.name, "Content-Length") {
             headers.add(name: field.name, value: field.value)
         }
-        let method = HTTPMethod(rawValue: request.method.uppercased())
+        let method = HTTPMethod(token: request.method.uppercased())
         // The body's own length, and only for a request that has one or whose method defines one (a POST with
         // no body says `Content-Length: 0`, as browsers do; NIO would otherwise frame it chunked).
         let bytes = request.body ?? []
@@ -124,5 +124,16 @@ enum UpstreamResponse {
         let bodiless = method == .HEAD || status < 200 || status == 204 || status == 304
         let body: ResponseBody = bodiless ? .empty : .stream(BodyStream(reader: exchange, source: exchange))
         return ResourceResponse(status: status, headers: headers, body: body)
+    }
+}
+
+extension HTTPMethod {
+    /// The method as it is written on the wire. NIO names one method by its enum case instead: `.MSEARCH`'s raw
+    /// value is `MSEARCH`, while the request line says `M-SEARCH` (UPnP), so that one is mapped both ways.
+    public var token: String { self == .MSEARCH ? "M-SEARCH" : rawValue }
+
+    /// The method for a token as written on the wire (see ``token``).
+    public init(token: String) {
+        self = token == "M-SEARCH" ? .RAW(value: "M-SEARCH") : HTTPMethod(rawValue: token)
     }
 }

@@ -245,9 +245,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .later(let handle):
             // Unless the answer came already and ended.
             if awaited?.serial == serial { pending = .load(handle) }
-        case .now(let response):
+        case .now(let response, let fromPackage):
             awaited = nil
-            if let reuseKey, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
+            if let reuseKey, fromPackage, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
                 var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
                 _ = ResponseEncoding.writeHead(response, isHead: false, version: head.version, keepAlive: true, into: &buffer)
                 buffer.writeBytes(bytes)

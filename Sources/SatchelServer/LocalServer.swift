@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import SatchelCache
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
@@ -37,12 +38,15 @@ public final class LocalServer: Sendable {
     /// `satchel serve` as a library: its own event loops, an ``NIOFetcher`` on them for the network
     /// fallback (so a miss's body moves from upstream to client on one thread), and the responder. Shutdown
     /// stops all three.
-    /// - Parameter additionalTrustRoots: PEM files of certificate authorities the fetcher trusts besides the
-    ///   system's (an https upstream with its own CA).
+    /// - Parameters:
+    ///   - additionalTrustRoots: PEM files of certificate authorities the fetcher trusts besides the system's (an
+    ///     https upstream with its own CA).
+    ///   - cache: an HTTP cache in front of the network (shared mode for a server): misses are answered from it,
+    ///     and stored in it, by RFC 9111's rules.
     /// - Throws: ``FetchError/connectionFailed(_:)`` when a trust-root file cannot be loaded.
     public init(
         store: PackageStore, engine: ResourceEngine, policy: NetworkPolicy, configuration: ServerConfiguration, log: RequestLog = RequestLog(),
-        logger: Logger = Logger(label: "satchel.access"), additionalTrustRoots: [String] = []
+        logger: Logger = Logger(label: "satchel.access"), additionalTrustRoots: [String] = [], cache: HTTPCache? = nil
     ) throws(FetchError) {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let fetcher: NIOFetcher
@@ -50,8 +54,8 @@ public final class LocalServer: Sendable {
             try? loops.syncShutdownGracefully()
             throw error
         }
-        let loader = ResourceLoader(engine: engine, fetcher: fetcher, policy: policy)
-        responder = ServerResponder(store: store, loader: loader, configuration: configuration, log: log, logger: logger)
+        let loader = ResourceLoader(engine: engine, fetcher: cache.map { CachingFetcher(cache: $0, upstream: fetcher) } ?? fetcher, policy: policy)
+        responder = ServerResponder(store: store, loader: loader, configuration: configuration, log: log, logger: logger, cache: cache)
         self.configuration = configuration
         group = loops
         ownsGroup = true

@@ -162,7 +162,7 @@ struct ServerRequest: Sendable {
     var keepAlive: Bool
 
     init(head: HTTPRequestHead, target: RequestTarget, body: ByteBuffer?, keepAlive: Bool) {
-        method = head.method.rawValue
+        method = head.method.token
         self.target = target
         var headers = SatchelCore.HTTPHeaders(capacity: head.headers.count)
         for (name, value) in head.headers { headers.add(name, value) }

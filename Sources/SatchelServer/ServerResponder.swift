@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SatchelCache
 import SatchelCore
 import NIOCore
 import SatchelEngine
@@ -24,10 +25,16 @@ public final class ServerResponder: Sendable {
     public let log: RequestLog
     let logger: Logger
     let publish: StaticFolder?
+    /// The HTTP cache in front of the network, for the status page.
+    public let cache: HTTPCache?
 
-    public init(store: PackageStore, loader: ResourceLoader, configuration: ServerConfiguration, log: RequestLog = RequestLog(), logger: Logger = Logger(label: "satchel.access")) {
+    public init(
+        store: PackageStore, loader: ResourceLoader, configuration: ServerConfiguration, log: RequestLog = RequestLog(),
+        logger: Logger = Logger(label: "satchel.access"), cache: HTTPCache? = nil
+    ) {
         self.store = store
         self.loader = loader
+        self.cache = cache
         self.configuration = configuration
         self.log = log
         self.logger = logger
@@ -105,8 +112,9 @@ public final class ServerResponder: Sendable {
 
     /// An answer produced without a task, on the connection's event loop.
     enum LoopAnswer {
-        /// Ready now: a package hit or a definite error.
-        case now(ResourceResponse)
+        /// Ready now: a package hit, a cache hit or a definite error; `fromPackage` when the package answered it
+        /// (what the encoded-response cache may keep: another answer's freshness is not the engine's to judge).
+        case now(ResourceResponse, fromPackage: Bool)
         /// The network's answer (or what the strategy makes of its failure) goes to the receiver on the loop;
         /// cancelling the handle stops what is in flight (the upstream request).
         case later(any FetchHandle)
@@ -137,7 +145,7 @@ public final class ServerResponder: Sendable {
                 finished(answer, request, started: started, executor: executor) { bound.value.answerArrived($0) }
                 return .later(NoHandle())
             }
-            return .now(finished(answer.response, answer.outcome, answer.bodyChannel, request, started: started))
+            return .now(finished(answer.response, answer.outcome, answer.bodyChannel, request, started: started), fromPackage: answer.outcome == .package)
         }
     }
 
@@ -319,15 +327,30 @@ public final class ServerResponder: Sendable {
     }
 
     func statusJSON() -> String {
+        struct CacheSummary: Encodable {
+            let hits, misses, revalidations, staleAnswers, collapsed, stored, entries: Int
+            let storedBytes: Int64
+            let hosts: [String: Int64]
+        }
         struct Status: Encodable {
             let packages: [InstalledPackage]
             let requests: [RequestLog.Entry]
             let injectHook: Bool
             let emulateBodyLoss: Bool
+            let cache: CacheSummary?
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let status = Status(packages: (try? store.list()) ?? [], requests: log.recent, injectHook: configuration.injectHook, emulateBodyLoss: configuration.emulateBodyLoss)
+        let summary = cache.map { cache in
+            let counts = cache.statistics
+            return CacheSummary(
+                hits: counts.hits, misses: counts.misses, revalidations: counts.revalidations, staleAnswers: counts.staleAnswers,
+                collapsed: counts.collapsed, stored: counts.stored, entries: cache.entryCount, storedBytes: cache.storedBytes,
+                hosts: cache.storedBytesPerHost())
+        }
+        let status = Status(
+            packages: (try? store.list()) ?? [], requests: log.recent, injectHook: configuration.injectHook,
+            emulateBodyLoss: configuration.emulateBodyLoss, cache: summary)
         return String(decoding: (try? encoder.encode(status)) ?? Data("{}".utf8), as: UTF8.self)
     }
 

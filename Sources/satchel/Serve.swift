@@ -25,6 +25,7 @@ extension Satchel {
         @Option(help: "Port; 0 picks a free one.") var port: Int = 8080
         @OptionGroup var upstream: UpstreamOptions
         @OptionGroup var host: EngineHostOptions
+        @OptionGroup var cacheOptions: CacheOptions
         @Flag(help: "Drop every request body that reaches the engine, as WebKit does.") var emulateBodyLoss = false
 
         @Option(help: "Also serve this folder of bundles and catalogs as static files (for the updater).", completion: .directory)
@@ -70,11 +71,14 @@ extension Satchel {
             // Listening for SIGINT/SIGTERM before the first line is printed: a script that reads the line and
             // signals at once must not find the signal ignored and lost.
             let shutdownSignal = ShutdownSignal()
+            // A server is a shared cache: `private` answers are not stored, `s-maxage` counts.
+            let httpCache = try cacheOptions.open(mode: .shared)
             let policy = try upstream.policy()
             let server: LocalServer
             do throws(FetchError) {
                 server = try LocalServer(
-                    store: packageStore, engine: engine, policy: policy, configuration: configuration, additionalTrustRoots: upstream.trustRoots)
+                    store: packageStore, engine: engine, policy: policy, configuration: configuration, additionalTrustRoots: upstream.trustRoots,
+                    cache: httpCache)
             } catch {
                 throw Output.failure("--trust-root: \(error.reason)")
             }

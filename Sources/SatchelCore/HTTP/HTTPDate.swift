@@ -19,8 +19,11 @@ extension Timestamp {
     /// get them wrong more often than they get them ambiguous); a two-digit year more than 50 years ahead of `now`
     /// is the most recent past year with those digits.
     public init?(httpDate text: String, now: Timestamp? = nil) {
-        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
-        guard let first = parts.first else { return nil }
+        // Single spaces between the parts: a date with others is not one of the three forms. asctime alone pads a
+        // one-digit day with a space ("Nov  6"), which leaves an empty part.
+        var parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        if parts.count == 6, parts[2].isEmpty, parts[3].utf8.count == 1, !parts[0].hasSuffix(",") { parts.remove(at: 2) }
+        guard let first = parts.first, !parts.contains(where: \.isEmpty) else { return nil }
         if first.hasSuffix(","), parts.count == 6, parts[5].lowercased() == "gmt" {
             // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
             guard Self.dayIndex(first.dropLast()) != nil, let day = Self.number(parts[1], digits: 1...2),
