@@ -155,6 +155,7 @@ let package = Package(
             ],
             exclude: ["Resources"]),
         .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelHTTP", "SatchelCore"]),
+        .testTarget(name: "SatchelCacheTests", dependencies: ["SatchelCache", "SatchelHTTP", "SatchelNetwork", "SatchelCore", "SatchelTestSupport"]),
         .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
         // A child process for the network fallback's memory test (peak RSS must be measured in a fresh process).
         .executableTarget(name: "SatchelNetworkProbe", dependencies: ["SatchelNetwork", "SatchelEngine", "SatchelHTTP", "SatchelCore"], path: "Tests/SatchelNetworkProbe"),

@@ -37,7 +37,7 @@ final class CacheFill: @unchecked Sendable {
     deinit { close(descriptor) }
 
     /// Copies `body` into the file; `done` is told the length when it ended whole, or nil when it did not (the
-    /// origin broke off, a disk error, the last reader left), after every reader was woken.
+    /// origin broke off, a disk error, the last reader left), before the readers hear that it ended.
     func start(copying body: ResponseBody, limit: Int64, done: @escaping @Sendable (Int64?) -> Void) {
         let task = Task {
             var length: Int64 = 0
@@ -56,12 +56,13 @@ final class CacheFill: @unchecked Sendable {
             } catch {
                 failure = error as? FetchError ?? .connectionFailed("\(error)")
             }
+            // Committed before the readers hear the end: a client that read the whole body finds it stored.
+            done(failure == nil ? length : nil)
             let failed = failure
             wake { state in
                 state.finished = true
                 state.failure = failed
             }
-            done(failed == nil ? length : nil)
         }
         lock.withLock { $0.writer = task }
     }

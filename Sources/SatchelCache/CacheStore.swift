@@ -80,7 +80,9 @@ final class CacheStore: Sendable {
         self.configuration = configuration
         entriesFolder = configuration.folder + "/entries"
         temporaryFolder = configuration.folder + "/tmp"
-        try Self.makeFolder(configuration.folder)
+        do { try FileManager.default.createDirectory(atPath: configuration.folder, withIntermediateDirectories: true) } catch {
+            throw .cannotCreate(path: configuration.folder, errno: Int32((error as NSError).code == 0 ? EIO : EACCES))
+        }
         let marker = configuration.folder + "/cache.json"
         if let existing = FileManager.default.contents(atPath: marker) {
             let text = String(decoding: existing, as: UTF8.self)

@@ -379,12 +379,13 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         let reader = fill.reader()
         // What the new response replaces (the entries this request selects) goes when it is committed.
         fill.start(copying: response.body, limit: cache.configuration.maxBytes) { length in
+            // Stored first, then no longer in progress: a request in between finds one or the other.
+            if let length, sharedCache.store.commit(id: file.id, key: url, stored: stored, bodyLength: length, replacing: original) {
+                sharedCache.count { $0.stored += 1 }
+            }
             sharedCache.filling.withLock { table in
                 table[url]?.removeAll { $0.fill === fill }
                 if table[url]?.isEmpty == true { table[url] = nil }
-            }
-            if let length, sharedCache.store.commit(id: file.id, key: url, stored: stored, bodyLength: length, replacing: original) {
-                sharedCache.count { $0.stored += 1 }
             }
         }
         releaseWaiters()

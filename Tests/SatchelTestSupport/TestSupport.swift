@@ -176,6 +176,11 @@ public final class TestOrigin: @unchecked Sendable {
         return false
     }
 
+    /// How `/cached/...` behaves from now on: "503" answers 503, "reset" closes each connection, "" works again.
+    public func failCached(_ mode: String) throws {
+        _ = try run("/usr/bin/curl", [tls ? "-sfk" : "-sf", base + "/origin-mode?fail=" + mode])
+    }
+
     public func stop() {
         try? stdin.fileHandleForWriting.close()
         process.waitUntilExit()

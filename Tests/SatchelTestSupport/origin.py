@@ -20,11 +20,18 @@
   /bye       answers (keep-alive), then closes the idle connection 200 ms later
   /upgrade   101 Switching Protocols nobody asked for, then serves the connection on as HTTP
   /headbody  200 with Content-Length 5 and the 5 bytes, also to a HEAD (a body where none may be)
+  /cached/<name>?status=S&h=Name:Value&h=...&size=N&pace=MS   an answer for a cache to keep: status S (200), the
+             given header fields, and N bytes of a pattern (default: the text "<name> #<count>"), in 64 KiB writes
+             MS milliseconds apart; X-Origin-Count says how many requests for that target the origin has seen.
+             An If-None-Match equal to its ETag gets a 304 with the same fields.
+  /origin-mode?fail=503|reset|   from now on /cached/... answers 503, or closes the connection, or works again
 With `--tls CERT KEY` it speaks https. It stops when its standard input closes, so a test that dies cannot
 leave it running."""
 import base64, http.server, json, socket, socketserver, ssl, struct, sys, threading, time
 
 events = []
+counts = {}
+failing = {"mode": ""}
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -165,8 +172,63 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
         elif path == "/events":
             self.send(200, json.dumps(events).encode())
+        elif path == "/origin-mode":
+            failing["mode"] = self.path.split("fail=", 1)[1] if "fail=" in self.path else ""
+            self.send(204, b"", "text/plain")
+        elif path.startswith("/cached/"):
+            self.cached(path)
         else:
             self.send(404, b"not found", "text/plain")
+
+    def cached(self, path):
+        from urllib.parse import parse_qs
+        self.body()
+        counts[self.path] = counts.get(self.path, 0) + 1
+        if failing["mode"] == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
+        if failing["mode"] == "503":
+            self.send(503, b"down", "text/plain", [("X-Origin-Count", str(counts[self.path]))])
+            return
+        query = parse_qs(self.path.split("?", 1)[1]) if "?" in self.path else {}
+        status = int(query.get("status", ["200"])[0])
+        fields = [tuple(h.split(":", 1)) for h in query.get("h", [])]
+        fields.append(("X-Origin-Count", str(counts[self.path])))
+        etag = next((v for k, v in fields if k.lower() == "etag"), None)
+        if etag is not None and self.headers.get("If-None-Match") == etag:
+            self.send_response(304)
+            for name, value in fields:
+                self.send_header(name, value)
+            self.end_headers()
+            return
+        size = int(query.get("size", ["-1"])[0])
+        pace = int(query.get("pace", ["0"])[0]) / 1000
+        text = ("%s #%d" % (path[len("/cached/"):], counts[self.path])).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain" if size < 0 else "application/octet-stream")
+        self.send_header("Content-Length", str(len(text) if size < 0 else size))
+        for name, value in fields:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if size < 0:
+            self.wfile.write(text)
+            return
+        pattern = bytes(range(256)) * 256
+        sent = 0
+        try:
+            while sent < size:
+                chunk = pattern[: min(len(pattern), size - sent)]
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                sent += len(chunk)
+                if pace:
+                    time.sleep(pace)
+        except (BrokenPipeError, ConnectionResetError):
+            events.append("cached: client went away at %d" % sent)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_TRACE = do_OPTIONS = handle_any
 
