@@ -1,6 +1,8 @@
+# shellcheck shell=bash
 # The plumbing tools/*'s bash scripts share (sourced): the repository root, builds, ports, servers started and
 # stopped, folders removed, and the pass/fail count. tools/lib/satchel_tools.py is the same for the Python scripts.
-# Sourcing it installs an EXIT trap: a script registers what to undo with stop_on_exit and temp_dir, never its own trap.
+# Sourcing it installs an EXIT trap: a script registers what to undo with stop_on_exit and remove_on_exit,
+# never a trap of its own.
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
@@ -50,6 +52,7 @@ wait_listening() {
 _exit_pids=()
 _exit_dirs=()
 stop_on_exit() { _exit_pids+=("$@"); }
+remove_on_exit() { _exit_dirs+=("$@"); }
 _on_exit() {
   if ((${#_exit_pids[@]})); then
     kill -TERM "${_exit_pids[@]}" 2>/dev/null
@@ -60,14 +63,6 @@ _on_exit() {
 }
 trap _on_exit EXIT
 
-# temp_dir VAR: a new folder in VAR, removed on exit.
-temp_dir() {
-  local dir
-  dir=$(mktemp -d) || return
-  _exit_dirs+=("$dir")
-  printf -v "$1" %s "$dir"
-}
-
 # need_tools TOOL...: installs nginx (as nginx-light) and wrk from Debian when they are missing.
 need_tools() {
   local tool
@@ -76,18 +71,17 @@ need_tools() {
   done
 }
 
-# nginx_start PIDVAR TEMPLATE PREFIX PORT [NAME=VALUE...]: nginx (the template says `daemon off`) in the background,
-# configured from TEMPLATE with @PREFIX@, @PORT@ and each @NAME@ filled in; its pid in PIDVAR. Returns once the port
-# accepts connections; stopped on exit.
+# nginx_start TEMPLATE PREFIX PORT [NAME=VALUE...]: nginx (the template says `daemon off`) in the background,
+# configured from TEMPLATE with @PREFIX@, @PORT@ and each @NAME@ filled in. Returns once the port accepts
+# connections, with nginx's pid in $! as `nginx &` would leave it; stopped on exit.
 nginx_start() {
-  local var=$1 template=$2 prefix=$3 port=$4 pair
-  shift 4
+  local template=$1 prefix=$2 port=$3 pair
+  shift 3
   local fill=(-e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$port|g")
   for pair in "$@"; do fill+=(-e "s|@${pair%%=*}@|${pair#*=}|g"); done
   mkdir -p "$prefix"
   sed "${fill[@]}" "$template" >"$prefix/nginx.conf"
   nginx -c "$prefix/nginx.conf" -p "$prefix" &
-  printf -v "$var" %s $!
   stop_on_exit $!
   wait_port "$port" || { echo "nginx ($prefix/nginx.conf) did not start: $(tail -3 "$prefix/error.log" 2>/dev/null)" >&2; return 1; }
 }
