@@ -5,12 +5,14 @@ A script imports it with tools/lib on its path:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 """
 
+import argparse
 import atexit
 import os
 import select
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +39,17 @@ def swift_build(*arguments, package=ROOT):
 
 def bin_path(*arguments, package=ROOT):
     return Path(run(["swift", "build", *arguments, "--show-bin-path"], cwd=package).strip())
+
+
+def satchel_cli(binary, env=None):
+    """satchel(*arguments, expect=0) -> the CompletedProcess of the CLI, its output captured. An exit status other than
+    `expect` (None: any) stops the script with the command and what it printed: what follows would mean nothing."""
+    def satchel(*arguments, expect=0):
+        result = subprocess.run([binary, *arguments], env=env, capture_output=True, text=True)
+        if expect is not None and result.returncode != expect:
+            raise SystemExit(f"satchel {' '.join(map(str, arguments))} exited {result.returncode}:\n{result.stdout}{result.stderr}")
+        return result
+    return satchel
 
 
 def satchel_binary():
@@ -163,6 +176,27 @@ def webapp_tree(files, size_mb):
     tree = ROOT / ".build-bench" / f"tree-{files}f-{size_mb}mb"
     subprocess.run([ROOT / "tools" / "gen-webapp-tree", tree, "--files", str(files), "--size-mb", str(size_mb)], check=True)
     return tree
+
+
+def bench_arguments(doc):
+    """The options of the benchmarks on tools/gen-webapp-tree's tree: --runs N, and the tree's --files N --size-mb N."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--size-mb", type=int, default=60)
+    return parser.parse_args()
+
+
+def median_table(times, base, heading, width, ratio):
+    """{way: [seconds per run]} as a table, median, min and max per way and its median over `base`'s (the column
+    `ratio`), then every run. Returns {way: median}."""
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    column = len(ratio) + 2
+    print(f"{heading:<{width}}{'median s':>10}{'min s':>9}{'max s':>9}{ratio:>{column}}")
+    for name, values in times.items():
+        print(f"{name:<{width}}{medians[name]:>10.3f}{min(values):>9.3f}{max(values):>9.3f}{medians[name] / medians[base]:>{column}.2f}")
+    print("\nall runs (s): " + "; ".join(f"{n} " + " ".join(f"{t:.3f}" for t in v) for n, v in times.items()))
+    return medians
 
 
 def cpu_model():
