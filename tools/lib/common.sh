@@ -54,9 +54,10 @@ _exit_dirs=()
 stop_on_exit() { _exit_pids+=("$@"); }
 remove_on_exit() { _exit_dirs+=("$@"); }
 _on_exit() {
+  # A process gone already, or one that dies of the SIGTERM, is no error (and under set -e would be the exit status).
   if ((${#_exit_pids[@]})); then
-    kill -TERM "${_exit_pids[@]}" 2>/dev/null
-    wait "${_exit_pids[@]}" 2>/dev/null
+    kill -TERM "${_exit_pids[@]}" 2>/dev/null || true
+    wait "${_exit_pids[@]}" 2>/dev/null || true
   fi
   if ((${#_exit_dirs[@]})); then rm -rf "${_exit_dirs[@]}"; fi
   return 0
