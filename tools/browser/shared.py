@@ -1,6 +1,7 @@
-"""What both browser suites share (tools/browser-test for Chromium, tools/webkit-test for WebKitGTK): the check
-report, the echo origin that records every request exactly as it arrived, the probe app's cases and expectations,
-the multipart parser and the screenshot check."""
+"""What both browser suites share (tools/browser-test for Chromium, tools/webkit-test for WebKitGTK): the echo origin
+that records every request exactly as it arrived, the probe app's cases and expectations, the multipart parser and
+the screenshot check. The check report and the rest of the plumbing are tools/lib/satchel_tools.py's (on the path
+before this folder)."""
 
 import base64
 import hashlib
@@ -13,36 +14,11 @@ import threading
 import time
 import urllib.parse
 import zlib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from satchel_tools import ROOT
+
 PROBE_FOLDER = ROOT / "tools" / "browser" / "probe"
 SHOP, DOCS, PROBE = "m.shop.example", "docs.example", "probe.example"
-
-
-class Report:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-
-    def check(self, name, condition, detail=""):
-        if condition:
-            self.passed += 1
-            print(f"ok - {name}", flush=True)
-        else:
-            self.failed.append(name)
-            print(f"not ok - {name}" + (f"\n    # {detail}" if detail else ""), flush=True)
-        return bool(condition)
-
-    def attempt(self, name, function):
-        """A check whose body may raise: an exception is a failure with its message."""
-        try:
-            result = function()
-        except Exception as error:  # noqa: BLE001 - any failure of the check is the check failing
-            return self.check(name, False, f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
-        if isinstance(result, tuple):
-            return self.check(name, result[0], result[1])
-        return self.check(name, result)
 
 
 def note(text):
