@@ -20,9 +20,9 @@
   /bye       answers (keep-alive), then closes the idle connection 200 ms later
   /upgrade   101 Switching Protocols nobody asked for, then serves the connection on as HTTP
   /headbody  200 with Content-Length 5 and the 5 bytes, also to a HEAD (a body where none may be)
-  /cached/<name>?status=S&h=Name:Value&h=...&size=N&pace=MS   an answer for a cache to keep: status S (200), the
-             given header fields, and N bytes of a pattern (default: the text "<name> #<count>"), in 64 KiB writes
-             MS milliseconds apart; X-Origin-Count says how many requests for that target the origin has seen.
+  /cached/<name>?status=S&h=Name:Value&h=...&size=N&seed=K&pace=MS   an answer for a cache to keep: status S
+             (200), the given header fields, and N bytes of the pattern (b + K) mod 256 (default: the text
+             "<name> #<count>"), in 64 KiB writes MS milliseconds apart; X-Origin-Count says how many requests for that target the origin has seen.
              An If-None-Match equal to its ETag gets a 304 with the same fields.
   /origin-mode?fail=503|reset|   from now on /cached/... answers 503, or closes the connection, or works again
 With `--tls CERT KEY` it speaks https. It stops when its standard input closes, so a test that dies cannot
@@ -217,7 +217,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if size < 0:
             self.wfile.write(text)
             return
-        pattern = bytes(range(256)) * 256
+        seed = int(query.get("seed", ["0"])[0])
+        pattern = bytes((b + seed) % 256 for b in range(256)) * 256
         sent = 0
         try:
             while sent < size:
