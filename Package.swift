@@ -179,7 +179,7 @@ let package = Package(
         // The documentation as tests: links resolve, the README's example compiles, the formats spec names every field.
         .testTarget(
             name: "DocumentationTests",
-            dependencies: ["SatchelCore", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelNetwork", "SatchelUpdate"]),
+            dependencies: ["SatchelCore", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelNetwork", "SatchelUpdate"]),
         // Runs the built `satchel` binary; depending on the target makes `swift test` build it first.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelTestSupport"]),
     ],
