@@ -10,11 +10,15 @@ import Darwin
 /// A response being stored while it is read (read-while-writer, as Traffic Server does): one task copies the
 /// origin's body into a file in `tmp/` as fast as the origin sends it, and every client that wants the response
 /// (the one that asked, and any collapsed behind it) reads the file as it grows, at its own pace. A client that
-/// goes away ends only its own reading; the fill stops when nobody reads any more. Memory stays one chunk per
-/// reader and one for the writer, whatever the body's size.
+/// goes away ends only its own reading. When the last reader leaves, a fill that has less than half of its announced
+/// length stops (a download given up early costs no more); one further along, or of unknown length, is finished in
+/// the background and stored (Traffic Server's background fill). Memory stays one chunk per reader and one for the
+/// writer, whatever the body's size.
 final class CacheFill: @unchecked Sendable {
     let id: String
     let key: String
+    /// The body's announced length (`Content-Length`), if any.
+    let expectedLength: Int64?
     private let descriptor: Int32
     private let lock = Locked(State())
 
@@ -28,10 +32,11 @@ final class CacheFill: @unchecked Sendable {
         var writer: Task<Void, Never>?
     }
 
-    init(id: String, key: String, descriptor: Int32) {
+    init(id: String, key: String, descriptor: Int32, expectedLength: Int64?) {
         self.id = id
         self.key = key
         self.descriptor = descriptor
+        self.expectedLength = expectedLength
     }
 
     deinit { close(descriptor) }
@@ -80,7 +85,7 @@ final class CacheFill: @unchecked Sendable {
     fileprivate func leave() {
         let writer = lock.withLock { state -> Task<Void, Never>? in
             state.readers -= 1
-            guard state.readers == 0, !state.finished else { return nil }
+            guard state.readers == 0, !state.finished, let expected = expectedLength, state.written * 2 < expected else { return nil }
             state.abandoned = true
             return state.writer
         }

@@ -149,6 +149,11 @@ final class CacheStore: Sendable {
         return descriptor >= 0 ? (id, path, descriptor) : nil
     }
 
+    /// Removes the file of a fill that did not end whole.
+    func discardFill(_ id: String) {
+        unlink(temporaryFolder + "/" + id + ".body")
+    }
+
     /// Makes a complete fill an entry: its body moves into place, then its record is written; entries it replaces
     /// (the same key, selected by the same request fields) go, and the least recently used go until the bound holds.
     /// - Returns: false when the entry could not be stored (too large, a disk error): the fill's file is removed.

@@ -371,7 +371,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         let stored = StoredResponse(
             status: response.status, headers: CacheRules.storedHeaders(response.headers, mode: mode), varying: varying,
             requestTime: requestTime, responseTime: responseTime)
-        let fill = CacheFill(id: file.id, key: key, descriptor: file.descriptor)
+        let fill = CacheFill(id: file.id, key: key, descriptor: file.descriptor, expectedLength: response.headers["Content-Length"].flatMap { Int64($0) })
         let progress = HTTPCache.InProgress(fill: fill, stored: stored)
         let (sharedCache, url, original) = (cache, key, request)
         cache.passing.withLock { $0[url] = nil }
@@ -380,8 +380,12 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         // What the new response replaces (the entries this request selects) goes when it is committed.
         fill.start(copying: response.body, limit: cache.configuration.maxBytes) { length in
             // Stored first, then no longer in progress: a request in between finds one or the other.
-            if let length, sharedCache.store.commit(id: file.id, key: url, stored: stored, bodyLength: length, replacing: original) {
-                sharedCache.count { $0.stored += 1 }
+            if let length {
+                if sharedCache.store.commit(id: file.id, key: url, stored: stored, bodyLength: length, replacing: original) {
+                    sharedCache.count { $0.stored += 1 }
+                }
+            } else {
+                sharedCache.store.discardFill(file.id)
             }
             sharedCache.filling.withLock { table in
                 table[url]?.removeAll { $0.fill === fill }

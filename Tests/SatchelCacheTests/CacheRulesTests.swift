@@ -21,6 +21,9 @@ struct StoringTests {
         (200, ["Cache-Control": "no-store, must-understand, max-age=60"], .shared, true),  // understood status
         (599, ["Cache-Control": "no-store, must-understand, max-age=60"], .shared, false),
         (404, ["Last-Modified": "Tue, 20 Oct 2015 07:28:00 GMT"], .shared, true),
+        (200, ["Cache-Control": "max-age=60", "Set-Cookie": "session=1"], .shared, false),  // one user's cookie, to no one else
+        (200, ["Cache-Control": "max-age=60, public", "Set-Cookie": "theme=dark"], .shared, true),
+        (200, ["Cache-Control": "max-age=60", "Set-Cookie": "session=1"], .private, true),
     ])
     func storability(status: Int, fields: [String: String], mode: CacheMode, stored: Bool) {
         let headers = HTTPHeaders(fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })

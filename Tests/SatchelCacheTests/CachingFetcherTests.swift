@@ -244,6 +244,27 @@ struct CachingFetcherTests {
         await fixture.stop()
     }
 
+    @Test("the last reader leaving: a fill past half its length is finished and stored; one before half stops and leaves no file")
+    func backgroundFill() async throws {
+        let fixture = try CacheFixture()
+        func leave(_ name: String, afterReading bytes: Int) async throws {
+            let path = "/cached/\(name)?size=4000000&pace=5&" + fields([("Cache-Control", "max-age=60")])
+            let response = try await fixture.fetcher.fetch(ResourceRequest(url: fixture.url(path)), timeouts: FetchTimeouts())
+            var iterator = response.body.chunks().makeAsyncIterator()
+            var read = 0
+            while read < bytes, let chunk = try await iterator.next() { read += chunk.count }
+        }
+        try await leave("late", afterReading: 3_000_000)
+        try await leave("early", afterReading: 100_000)
+        try await Task.sleep(for: .milliseconds(800))
+        let late = try await fixture.get("/cached/late?size=4000000&pace=5&" + fields([("Cache-Control", "max-age=60")]))
+        #expect(late.cacheStatus.contains("hit") && late.body.count == 4_000_000, "finished in the background: \(late.cacheStatus)")
+        let early = try await fixture.get("/cached/early?size=4000000&pace=5&" + fields([("Cache-Control", "max-age=60")]))
+        #expect(early.originCount == 2, "stopped, so fetched again")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder + "/cache/tmp").isEmpty, "the stopped fill's file is gone")
+        await fixture.stop()
+    }
+
     @Test("a restarted cache finds what was complete; a fill cut short is gone")
     func restart() async throws {
         let fixture = try CacheFixture()

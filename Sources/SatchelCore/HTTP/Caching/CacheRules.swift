@@ -79,6 +79,10 @@ public enum CacheRules {
         }
         if status == 206 || status == 304 { return .dontStore("status \(status)") }
         if mode.shared, cc.fieldNames("private") == [] { return .dontStore("private") }
+        // One user's cookie must not reach another's browser through a shared cache: a response that sets one is
+        // stored only when the origin says it is for everyone (RFC 9111 §7.3 leaves this to the cache; nginx and
+        // Varnish decide the same way).
+        if mode.shared, headers.contains("Set-Cookie"), !(cc.has("public") || cc.has("s-maxage")) { return .dontStore("Set-Cookie") }
         if mode.shared, request.headers.contains("Authorization"),
             !(cc.has("must-revalidate") || cc.has("public") || cc.has("s-maxage"))
         {
