@@ -170,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "SatchelServerTests",
             dependencies: [
-                "SatchelServer", "SatchelEngine", "SatchelHTTP", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport",
+                "SatchelServer", "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

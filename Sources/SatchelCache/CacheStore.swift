@@ -50,6 +50,8 @@ struct CacheEntry: Sendable {
     /// The size of the entry's record on disk, counted against the bound with the body.
     var recordBytes: Int64
     var lastUsed: UInt64
+    /// Invalidated when the entry is replaced, freshened or removed: answers made from it stop being reused.
+    var token = ReuseToken()
 
     var bytes: Int64 { bodyLength + recordBytes }
 }
@@ -119,9 +121,33 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// Opens an entry's body for reading; nil when it is gone (evicted since the lookup).
-    func openBody(_ entry: CacheEntry) -> FileRegion? {
-        FileRegion(path: bodyPath(entry.id), offset: 0, length: entry.bodyLength)
+    /// An entry's body for an answer: a small one as bytes kept in memory after its first read (no open, no
+    /// sendfile for a 4 KB hit: those system calls were most of a small hit's cost), a larger one as a region of its
+    /// open file; nil when it is gone (evicted since the lookup).
+    func body(_ entry: CacheEntry) -> ResponseBody? {
+        guard entry.bodyLength <= Self.inMemoryBody else {
+            return FileRegion(path: bodyPath(entry.id), offset: 0, length: entry.bodyLength).map { .file($0) }
+        }
+        if let bytes = smallBodies.withLock({ $0.bytes[entry.id] }) { return .bytes(bytes) }
+        guard let region = FileRegion(path: bodyPath(entry.id), offset: 0, length: entry.bodyLength), let bytes = try? region.readAll() else { return nil }
+        smallBodies.withLock { small in
+            // Past the bound start again: small bodies are cheap to read back, and a full clear keeps this simple.
+            if small.total + bytes.count > Self.inMemoryTotal { small = SmallBodies() }
+            small.bytes[entry.id] = bytes
+            small.total += bytes.count
+        }
+        return .bytes(bytes)
+    }
+
+    /// Bodies up to this size are answered from memory once read.
+    static let inMemoryBody: Int64 = 64 << 10
+    /// The memory small bodies may take together.
+    static let inMemoryTotal = 32 << 20
+    private let smallBodies = Locked(SmallBodies())
+
+    private struct SmallBodies {
+        var bytes: [String: [UInt8]] = [:]
+        var total = 0
     }
 
     var totalBytes: Int64 { state.withLock { $0.totalBytes } }
@@ -183,7 +209,7 @@ final class CacheStore: Sendable {
             state.totalBytes += added.bytes - gone.reduce(0) { $0 + $1.bytes }
             return gone
         }
-        for old in replaced { removeFiles(old.id) }
+        for old in replaced { removeFiles(old) }
         evict(toFit: 0)
         return true
     }
@@ -194,6 +220,8 @@ final class CacheStore: Sendable {
         state.withLock { state in
             guard let index = state.byKey[entry.key]?.firstIndex(where: { $0.id == entry.id }) else { return }
             state.totalBytes += Int64(record.count) - state.byKey[entry.key]![index].recordBytes
+            state.byKey[entry.key]![index].token.invalidate()
+            state.byKey[entry.key]![index].token = ReuseToken()
             state.byKey[entry.key]![index].stored = stored
             state.byKey[entry.key]![index].recordBytes = Int64(record.count)
         }
@@ -206,7 +234,7 @@ final class CacheStore: Sendable {
             state.totalBytes -= gone.reduce(0) { $0 + $1.bytes }
             return gone
         }
-        for entry in gone { removeFiles(entry.id) }
+        for entry in gone { removeFiles(entry) }
     }
 
     /// Removes every entry (for a host, or all).
@@ -220,7 +248,7 @@ final class CacheStore: Sendable {
             state.totalBytes -= gone.reduce(0) { $0 + $1.bytes }
             return gone
         }
-        for entry in gone { removeFiles(entry.id) }
+        for entry in gone { removeFiles(entry) }
     }
 
     /// Evicts least recently used entries until `incoming` more bytes fit under the bound.
@@ -238,7 +266,7 @@ final class CacheStore: Sendable {
             }
             return gone
         }
-        for entry in gone { removeFiles(entry.id) }
+        for entry in gone { removeFiles(entry) }
     }
 
     // MARK: Files
@@ -247,9 +275,14 @@ final class CacheStore: Sendable {
     private func recordPath(_ id: String) -> String { entriesFolder + "/" + id.prefix(2) + "/" + id + ".json" }
 
     /// The record first: from then on nothing names the body, and an open reader keeps the unlinked file.
-    private func removeFiles(_ id: String) {
+    private func removeFiles(_ entry: CacheEntry) {
+        entry.token.invalidate()
+        let id = entry.id
         unlink(recordPath(id))
         unlink(bodyPath(id))
+        smallBodies.withLock { small in
+            if let bytes = small.bytes.removeValue(forKey: id) { small.total -= bytes.count }
+        }
     }
 
     /// Written to `tmp/` and renamed over the old record: a reader of the folder sees the old or the new, whole.

@@ -103,10 +103,11 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         let requestCC = CacheControl(request.headers)
         let entries = cache.store.entries(for: key)
         if let entry = entries.first(where: { CacheRules.varyMatches($0.stored, request: request) }) {
-            switch CacheRules.reuse(entry.stored, request: request, now: now, mode: mode) {
+            switch CacheRules.reuse(entry.stored, request: request, requestControl: requestCC, now: now, mode: mode) {
             case .fresh(let ttl):
-                if let response = reply(from: entry, now: now, status: CacheStatus(hit: true, ttl: Int(ttl.rounded(.down)))) {
+                if var response = reply(from: entry, now: now, status: CacheStatus(hit: true, ttl: Int(ttl.rounded(.down)))) {
                     cache.count { $0.hits += 1 }
+                    response.reuse = reuse(of: response, entry: entry, now: now)
                     return answer(response)
                 }
             case .staleAccepted(let ttl):
@@ -146,9 +147,9 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     /// The stored response as an answer to this request: the client's preconditions and range applied, `Age` set,
     /// the cache's status added. Nil when its body is gone (evicted since the lookup).
     private func reply(from entry: CacheEntry, now: Double, status: CacheStatus) -> ResourceResponse? {
-        guard let region = cache.store.openBody(entry) else { return nil }
+        guard let body = cache.store.body(entry) else { return nil }
         cache.store.touch(entry.id, key: entry.key)
-        var response = Self.reply(stored: entry.stored, body: .file(region), length: entry.bodyLength, to: request, now: now, mode: mode)
+        var response = Self.reply(stored: entry.stored, body: body, length: entry.bodyLength, to: request, now: now, mode: mode)
         status.add(to: &response.headers, cache: cache.configuration.name)
         return response
     }
@@ -159,16 +160,16 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         headers.remove("Age")
         headers.add("Age", String(Int(CacheRules.currentAge(stored, now: now))))
         // A qualified no-cache names fields that may not be reused without validation: they are left out.
-        for name in CacheControl.ofResponse(stored.headers, mode: mode).control.fieldNames("no-cache") ?? [] { headers.remove(name) }
+        for name in stored.facts.control(mode).control.fieldNames("no-cache") ?? [] { headers.remove(name) }
         guard let length, (200...299).contains(stored.status), stored.status != 206 else {
             return ResourceResponse(status: stored.status, headers: headers, body: request.method == "HEAD" ? .empty : body)
         }
-        let date = CacheRules.dateValue(stored.headers) ?? stored.responseTime
+        let date = stored.facts.date ?? stored.responseTime
         // Without Last-Modified, the stored response's Date stands in for If-Modified-Since (RFC 9111 §4.3.2), never
         // for If-Range, which needs a strong validator.
-        let lastModified = stored.headers["Last-Modified"].flatMap { Timestamp(httpDate: $0) }
+        let lastModified = stored.facts.lastModified
         let validators = Validators(
-            etag: stored.headers["ETag"], lastModified: lastModified ?? Timestamp(secondsSinceEpoch: Int64(date)),
+            etag: stored.facts.etag, lastModified: lastModified ?? Timestamp(secondsSinceEpoch: Int64(date)),
             lastModifiedIsStrong: lastModified.map { Double($0.secondsSinceEpoch) <= date - 1 } ?? false)
         let answer = RepresentationSelection.select(method: request.method, headers: request.headers, validators: validators, size: length).answer(size: length)
         headers.remove("Content-Length")
@@ -185,9 +186,22 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
                 return ResourceResponse(status: stored.status, headers: headers, body: body)
             }
             return ResourceResponse(status: status, headers: headers, body: .file(slice))
+        case .bytes(let bytes) where answer.length != bytes.count:
+            return ResourceResponse(status: status, headers: headers, body: .bytes(Array(bytes[Int(answer.offset)..<Int(answer.offset + answer.length)])))
         default:
             return ResourceResponse(status: status, headers: headers, body: body)
         }
+    }
+
+    /// How long a fresh hit's bytes stay the same for the same plain request: until its `Age` (and `ttl`) move to the
+    /// next second, and while its entry stands. Only for a whole small body that no `Vary` or `no-cache=` field
+    /// shapes (the server's reuse keys on the URL alone).
+    private func reuse(of response: ResourceResponse, entry: CacheEntry, now: Double) -> AnswerReuse? {
+        guard response.status == 200, case .bytes = response.body, entry.stored.varying.isEmpty,
+            entry.stored.facts.control(mode).control.fieldNames("no-cache") == nil
+        else { return nil }
+        let age = CacheRules.currentAge(entry.stored, now: now)
+        return AnswerReuse(until: now + (age.rounded(.down) + 1 - age), token: entry.token)
     }
 
     /// Joins a fill in progress whose response this request would reuse.
@@ -326,8 +340,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
                 var updated = entry
                 updated.stored = freshened
                 status.forwardStatus = 304
-                let ttl = CacheRules.freshnessLifetime(status: freshened.status, headers: freshened.headers, responseTime: now, mode: mode).seconds
-                    - CacheRules.currentAge(freshened, now: now)
+                let ttl = CacheRules.freshnessLifetime(freshened, mode: mode).seconds - CacheRules.currentAge(freshened, now: now)
                 status.ttl = Int(ttl.rounded(.down))
                 if let reply = reply(from: updated, now: now, status: status) { return answer(reply) }
                 return finish(.failure(FetchError.badResponse("the stored response of \(key) went while it was revalidated")))

@@ -57,5 +57,8 @@ public final class HTTPCache: Sendable {
 
     func count(_ change: (inout Statistics) -> Void) { counters.withLock(change) }
 
+    /// A hit a server answered again from the encoded bytes of an earlier one (``AnswerReuse``).
+    public func countReusedHit() { count { $0.hits += 1 } }
+
     static func now() -> Double { Date().timeIntervalSince1970 }
 }

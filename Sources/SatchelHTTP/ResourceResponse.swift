@@ -12,12 +12,40 @@ public struct ResourceResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: ResponseBody
+    /// Set by whoever made the answer when the same plain request would get byte for byte the same answer for a
+    /// while (the HTTP cache's fresh hits): a server may then keep the encoded answer and send it again.
+    public var reuse: AnswerReuse?
 
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: ResponseBody = .empty) {
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: ResponseBody = .empty, reuse: AnswerReuse? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.reuse = reuse
     }
+}
+
+/// How long an answer stays the same for the same plain request (no range, condition, cache directive or body): until
+/// ``until`` (seconds since 1970; an `Age` field changes every second) and while ``token`` is valid (the stored
+/// response it came from has not been replaced, freshened or removed).
+public struct AnswerReuse: Sendable {
+    public let until: Double
+    public let token: ReuseToken
+
+    public init(until: Double, token: ReuseToken) {
+        self.until = until
+        self.token = token
+    }
+}
+
+/// Valid until its maker says otherwise.
+public final class ReuseToken: Sendable {
+    private let valid = Locked(true)
+
+    public init() {}
+
+    public var isValid: Bool { valid.withLock { $0 } }
+
+    public func invalidate() { valid.withLock { $0 = false } }
 }
 
 public enum ResponseBody: Sendable {

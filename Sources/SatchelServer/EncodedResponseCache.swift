@@ -1,7 +1,9 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 
 /// The encoded bytes (head and body) of the most common answer of all: a plain `GET` of a small package file
 /// over a keep-alive HTTP/1.1 connection. Such a request, for the same engine URL, gets the same bytes
@@ -23,6 +25,8 @@ final class EncodedResponseCache: Sendable {
         let bytes: ByteBuffer
         let status: Int
         let outcome: String
+        /// For an answer that came from the HTTP cache: reused only while this holds (``AnswerReuse``).
+        var reuse: AnswerReuse? = nil
     }
 
     /// Only small bodies are worth holding twice (the engine's own cache already holds them once).
@@ -46,7 +50,9 @@ final class EncodedResponseCache: Sendable {
     }
 
     func lookup(_ key: Key, generation: Int) -> Entry? {
-        entries.withLock { $0[key] }.flatMap { $0.generation == generation ? $0 : nil }
+        guard let entry = entries.withLock({ $0[key] }), entry.generation == generation else { return nil }
+        if let reuse = entry.reuse, !(reuse.until > Date().timeIntervalSince1970 && reuse.token.isValid) { return nil }
+        return entry
     }
 
     func store(_ key: Key, _ entry: Entry) {

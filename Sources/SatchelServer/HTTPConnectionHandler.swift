@@ -231,6 +231,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let reuseKey = keepAlive ? cache?.key(for: head, engineURL: responder.engineURL(destination)) : nil
         let generation = reuseKey == nil ? 0 : responder.loader.engine.generation
         if let reuseKey, let entry = cache?.lookup(reuseKey, generation: generation) {
+            if entry.reuse != nil { responder.cache?.countReusedHit() }
             responder.recordReused(target: target, status: entry.status, outcome: entry.outcome)
             finish(keepOpen: true, flush: false, last: entry.bytes, context: context)
             return
@@ -247,12 +248,17 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if awaited?.serial == serial { pending = .load(handle) }
         case .now(let response, let fromPackage):
             awaited = nil
-            if let reuseKey, fromPackage, response.status == 200, case .bytes(let bytes) = response.body, bytes.count <= EncodedResponseCache.maxBodyBytes {
+            if let reuseKey, fromPackage || response.reuse != nil, response.status == 200, case .bytes(let bytes) = response.body,
+                bytes.count <= EncodedResponseCache.maxBodyBytes
+            {
                 var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
                 _ = ResponseEncoding.writeHead(response, isHead: false, version: head.version, keepAlive: true, into: &buffer)
                 buffer.writeBytes(bytes)
                 // Stored under the generation read before answering: an activation in between makes it stale, never wrong.
-                cache?.store(reuseKey, EncodedResponseCache.Entry(generation: generation, bytes: buffer, status: 200, outcome: ServerResponder.packageOutcome(200)))
+                // An HTTP cache hit is kept only as long as its stored response says (``AnswerReuse``).
+                cache?.store(reuseKey, EncodedResponseCache.Entry(
+                    generation: generation, bytes: buffer, status: 200, outcome: fromPackage ? ServerResponder.packageOutcome(200) : "network",
+                    reuse: response.reuse))
                 finish(keepOpen: true, flush: false, last: buffer, context: context)
                 return
             }

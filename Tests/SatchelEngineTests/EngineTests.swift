@@ -243,3 +243,15 @@ struct EngineTests {
         }
     }
 }
+
+@Suite("The quick check for Satchel's query parameters")
+struct QueryNameTests {
+    @Test("a parameter named exactly so, anywhere in the query and not in the fragment", arguments: [
+        ("https://h/x?POST_DATA=a", true), ("https://h/x?a=1&SATCHEL_TOKEN=t", true), ("https://h/x?SATCHEL_BODY_ID", true),
+        ("https://h/x?XPOST_DATA=a", false), ("https://h/x?a=POST_DATA", false), ("https://h/x#POST_DATA=1", false),
+        ("https://h/x?a=1#&POST_DATA=1", false), ("https://h/x", false), ("https://h/x?", false), ("https://h/POST_DATA?b=2", false),
+    ])
+    func names(url: String, expected: Bool) {
+        #expect(ResourceEngine.query(of: url, namesAny: BodyChannels().allParameters) == expected, "\(url)")
+    }
+}

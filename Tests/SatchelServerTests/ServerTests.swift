@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SatchelBundle
+import SatchelCache
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
@@ -334,5 +335,47 @@ struct ServerLimitTests {
         #expect(bodyText(more.first) == "456789")
         #expect(more.last?.status == 304)
         await fixture.stop()
+    }
+}
+
+@Suite("satchel serve with its HTTP cache, over real sockets", .serialized)
+struct ServerCacheTests {
+    @Test("a fresh hit's encoded answer is sent again only while it stays the same: Age moves on each second, and a POST's invalidation ends it at once")
+    func reusedHits() async throws {
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let store = try PackageStore(root: folder + "/store")
+            let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
+            let cache = try HTTPCache(configuration: CacheConfiguration(folder: folder + "/cache", mode: .shared))
+            let policy = NetworkPolicy(allowedHosts: [try HostPattern("api.example")], upstreamOverrides: ["api.example": origin.base])
+            let server = try LocalServer(
+                store: store, engine: engine, policy: policy,
+                configuration: ServerConfiguration(port: 0, defaultHost: "api.example", allowedUpstreams: policy.allowedHosts, accessLog: false),
+                cache: cache)
+            let port = try await server.start()
+            let client = try RawClient(port: port)
+            let path = "/cached/hot?h=Cache-Control%3Amax-age%3D600"
+            let get = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+            client.send(get)
+            let first = try #require(await client.responses(1).first)
+            #expect(first.headers["cache-status"] == "satchel; fwd=uri-miss; stored")
+            try await Task.sleep(for: .milliseconds(300))
+            client.send(get + get + get)
+            let hits = await client.responses(3)
+            #expect(hits.count == 3 && hits.allSatisfy { $0.headers["cache-status"]?.hasPrefix("satchel; hit") == true && $0.body == first.body })
+            try await Task.sleep(for: .milliseconds(1100))
+            client.send(get)
+            let later = try #require(await client.responses(1).first)
+            #expect(Int(later.headers["age"] ?? "") ?? 0 >= 1, "a second on, Age moved: the old encoded answer was not sent")
+            // Invalidation by a POST to the URL: the very next GET goes to the origin.
+            client.send("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n")
+            _ = await client.responses(1)
+            client.send(get)
+            let fetched = try #require(await client.responses(1).first)
+            #expect(fetched.headers["cache-status"]?.contains("fwd=uri-miss") == true, "\(fetched.headers["cache-status"] ?? "")")
+            #expect(cache.statistics.hits >= 4)
+            try await server.shutdown()
+        }
     }
 }

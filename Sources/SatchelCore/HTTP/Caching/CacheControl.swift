@@ -25,11 +25,7 @@ public struct CacheControl: Sendable, Equatable {
     /// (RFC 9213) when the response has a valid one, and then ignores `Cache-Control` and `Expires`
     /// (`targeted`); everyone else reads `Cache-Control`.
     public static func ofResponse(_ headers: HTTPHeaders, mode: CacheMode) -> (control: CacheControl, targeted: Bool) {
-        if mode.shared {
-            let values = headers.values("CDN-Cache-Control")
-            if !values.isEmpty, let targeted = TargetedCacheControl.parse(values.joined(separator: ", ")) { return (targeted, true) }
-        }
-        return (CacheControl(headers), false)
+        CacheFacts(headers).control(mode)
     }
 
     public var isEmpty: Bool { directives.isEmpty }
@@ -66,6 +62,14 @@ public struct CacheControl: Sendable, Equatable {
         return argument.split(separator: ",").map { $0.trimmingSpaces.lowercased() }.filter { !$0.isEmpty }
     }
 
+    /// Bytes without the spaces and tabs around them.
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var slice = bytes
+        while let first = slice.first, first == 0x20 || first == 0x09 { slice = slice.dropFirst() }
+        while let last = slice.last, last == 0x20 || last == 0x09 { slice = slice.dropLast() }
+        return slice
+    }
+
     /// Splits one field line into directives: commas outside quotes separate them; `name`, `name=token`,
     /// `name="quoted"` (with `\` escapes).
     private static func parse(_ value: String, into directives: inout [Directive]) {
@@ -76,7 +80,7 @@ public struct CacheControl: Sendable, Equatable {
             skipSpaces()
             var nameBytes: [UInt8] = []
             while index < bytes.count, bytes[index] != 0x2C, bytes[index] != 0x3D { nameBytes.append(bytes[index]); index += 1 }
-            let name = String(decoding: nameBytes, as: UTF8.self).trimmingCharacters(in: " \t").lowercased()
+            let name = String(decoding: Self.trimmed(nameBytes[...]), as: UTF8.self).lowercased()
             var argument: String?
             if index < bytes.count, bytes[index] == 0x3D {
                 index += 1
@@ -95,7 +99,7 @@ public struct CacheControl: Sendable, Equatable {
                 } else {
                     var token: [UInt8] = []
                     while index < bytes.count, bytes[index] != 0x2C { token.append(bytes[index]); index += 1 }
-                    argument = String(decoding: token, as: UTF8.self).trimmingCharacters(in: " \t")
+                    argument = String(decoding: Self.trimmed(token[...]), as: UTF8.self)
                 }
             }
             if !name.isEmpty { directives.append(Directive(name: name, argument: argument)) }
@@ -207,12 +211,3 @@ enum TargetedCacheControl {
     }
 }
 
-extension String {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        let drop = Set(set.unicodeScalars)
-        var scalars = Substring(self).unicodeScalars[...]
-        while let first = scalars.first, drop.contains(first) { scalars = scalars.dropFirst() }
-        while let last = scalars.last, drop.contains(last) { scalars = scalars.dropLast() }
-        return String(String.UnicodeScalarView(scalars))
-    }
-}

@@ -22,11 +22,15 @@ public struct CacheMode: Sendable, Equatable {
 /// answer to that its `Vary` names, and when it was asked for and received (§4.2.3). Times are seconds since 1970.
 public struct StoredResponse: Sendable, Equatable {
     public var status: Int
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders {
+        didSet { facts = CacheFacts(headers) }
+    }
     /// The values (nil: absent) of the request fields named by `Vary`, in its order, lower-cased names.
     public var varying: [StoredVaryField]
     public var requestTime: Double
     public var responseTime: Double
+    /// What the rules read from ``headers``, parsed once: a hit must not parse dates and directives again.
+    public private(set) var facts: CacheFacts
 
     public init(status: Int, headers: HTTPHeaders, varying: [StoredVaryField], requestTime: Double, responseTime: Double) {
         self.status = status
@@ -34,6 +38,46 @@ public struct StoredResponse: Sendable, Equatable {
         self.varying = varying
         self.requestTime = requestTime
         self.responseTime = responseTime
+        facts = CacheFacts(headers)
+    }
+}
+
+/// The fields of a response the cache rules read, parsed: directives, dates, validators.
+public struct CacheFacts: Sendable, Equatable {
+    public let control: CacheControl
+    /// A valid `CDN-Cache-Control`, which a shared cache reads instead of ``control`` and `Expires` (RFC 9213).
+    public let targeted: CacheControl?
+    /// `Date`, when it is one valid date.
+    public let date: Double?
+    /// `Age` (§5.1).
+    public let age: Double
+    /// `Expires`: absent (nil), or its instant (an invalid one, or several, is already expired: `-infinity`).
+    public let expires: Double?
+    public let lastModified: Timestamp?
+    public let etag: String?
+
+    public init(_ headers: HTTPHeaders) {
+        control = CacheControl(headers)
+        let cdn = headers.values("CDN-Cache-Control")
+        targeted = cdn.isEmpty ? nil : TargetedCacheControl.parse(cdn.joined(separator: ", "))
+        date = CacheRules.dateValue(headers)
+        age = CacheRules.ageValue(headers)
+        let expiresValues = headers.values("Expires")
+        if expiresValues.isEmpty {
+            expires = nil
+        } else if expiresValues.count == 1, let instant = Timestamp(httpDate: expiresValues[0]) {
+            expires = Double(instant.secondsSinceEpoch)
+        } else {
+            expires = -.infinity
+        }
+        lastModified = headers["Last-Modified"].flatMap { Timestamp(httpDate: $0) }
+        etag = headers["ETag"]
+    }
+
+    /// The directives a cache in `mode` reads (``CacheControl/ofResponse(_:mode:)``).
+    public func control(_ mode: CacheMode) -> (control: CacheControl, targeted: Bool) {
+        if mode.shared, let targeted { return (targeted, true) }
+        return (control, false)
     }
 }
 
@@ -155,7 +199,15 @@ public enum CacheRules {
     /// The freshness lifetime (§4.2.1): `s-maxage` in a shared cache, else `max-age`, else `Expires` minus `Date`,
     /// else heuristic (§4.2.2) where allowed.
     public static func freshnessLifetime(status: Int, headers: HTTPHeaders, responseTime: Double, mode: CacheMode) -> (seconds: Double, heuristic: Bool) {
-        let (cc, targeted) = CacheControl.ofResponse(headers, mode: mode)
+        freshnessLifetime(status: status, facts: CacheFacts(headers), responseTime: responseTime, mode: mode)
+    }
+
+    public static func freshnessLifetime(_ stored: StoredResponse, mode: CacheMode) -> (seconds: Double, heuristic: Bool) {
+        freshnessLifetime(status: stored.status, facts: stored.facts, responseTime: stored.responseTime, mode: mode)
+    }
+
+    static func freshnessLifetime(status: Int, facts: CacheFacts, responseTime: Double, mode: CacheMode) -> (seconds: Double, heuristic: Bool) {
+        let (cc, targeted) = facts.control(mode)
         if mode.shared, let sMaxAge = cc.seconds("s-maxage") {
             if case .value(let seconds) = sMaxAge { return (Double(seconds), false) }
             return (0, false)
@@ -164,18 +216,13 @@ public enum CacheRules {
             if case .value(let seconds) = maxAge { return (Double(seconds), false) }
             return (0, false)
         }
-        let expiresValues = targeted ? [] : headers.values("Expires")
-        if !expiresValues.isEmpty {
+        if !targeted, let expires = facts.expires {
             // An invalid date, "0" above all, or several of them, means already expired (§5.3).
-            guard expiresValues.count == 1, let expires = Timestamp(httpDate: expiresValues[0]) else { return (0, false) }
-            let date = dateValue(headers) ?? responseTime
-            return (max(0, Double(expires.secondsSinceEpoch) - date), false)
+            guard expires.isFinite else { return (0, false) }
+            return (max(0, expires - (facts.date ?? responseTime)), false)
         }
-        guard heuristicallyCacheable.contains(status) || cc.has("public"),
-            let lastModified = headers["Last-Modified"].flatMap({ Timestamp(httpDate: $0) })
-        else { return (0, false) }
-        let date = dateValue(headers) ?? responseTime
-        let since = date - Double(lastModified.secondsSinceEpoch)
+        guard heuristicallyCacheable.contains(status) || cc.has("public"), let lastModified = facts.lastModified else { return (0, false) }
+        let since = (facts.date ?? responseTime) - Double(lastModified.secondsSinceEpoch)
         guard since > 0 else { return (0, true) }
         return (min(since * mode.heuristicFraction, mode.heuristicLimit), true)
     }
@@ -199,10 +246,10 @@ public enum CacheRules {
 
     /// The current age (§4.2.3).
     public static func currentAge(_ stored: StoredResponse, now: Double) -> Double {
-        let date = dateValue(stored.headers) ?? stored.responseTime
+        let date = stored.facts.date ?? stored.responseTime
         let apparentAge = max(0, stored.responseTime - date)
         let responseDelay = max(0, stored.responseTime - stored.requestTime)
-        let correctedAgeValue = ageValue(stored.headers) + responseDelay
+        let correctedAgeValue = stored.facts.age + responseDelay
         let correctedInitialAge = max(apparentAge, correctedAgeValue)
         return correctedInitialAge + max(0, now - stored.responseTime)
     }
@@ -224,14 +271,18 @@ public enum CacheRules {
 
     /// §4 for a stored response that matches the request's key and `Vary`.
     public static func reuse(_ stored: StoredResponse, request: ResourceRequest, now: Double, mode: CacheMode) -> Reuse {
-        let cc = CacheControl.ofResponse(stored.headers, mode: mode).control
-        let requestCC = CacheControl(request.headers)
+        reuse(stored, request: request, requestControl: CacheControl(request.headers), now: now, mode: mode)
+    }
+
+    /// The same with the request's `Cache-Control` parsed already.
+    public static func reuse(_ stored: StoredResponse, request: ResourceRequest, requestControl requestCC: CacheControl, now: Double, mode: CacheMode) -> Reuse {
+        let cc = stored.facts.control(mode).control
         // Request no-cache (and Pragma: no-cache when the request has no Cache-Control, §5.4).
         if requestCC.has("no-cache") || (requestCC.isEmpty && request.headers.values("Pragma").contains { $0.lowercased().contains("no-cache") }) {
             return .validate(reason: "request no-cache")
         }
         if let noCache = cc.fieldNames("no-cache"), noCache.isEmpty { return .validate(reason: "no-cache") }
-        let lifetime = freshnessLifetime(status: stored.status, headers: stored.headers, responseTime: stored.responseTime, mode: mode).seconds
+        let lifetime = freshnessLifetime(stored, mode: mode).seconds
         let age = currentAge(stored, now: now)
         var effectiveLifetime = lifetime
         if case .value(let maxAge)? = requestCC.seconds("max-age") { effectiveLifetime = min(effectiveLifetime, Double(maxAge)) }
@@ -263,10 +314,10 @@ public enum CacheRules {
     /// when the origin was unreachable): within `stale-if-error` (RFC 5861), or, disconnected, whenever no
     /// directive forbids stale answers (§4.2.4).
     public static func staleOnError(_ stored: StoredResponse, now: Double, mode: CacheMode, failure status: Int?) -> Bool {
-        let cc = CacheControl.ofResponse(stored.headers, mode: mode).control
+        let cc = stored.facts.control(mode).control
         if forbidsStale(cc, mode: mode) { return false }
         if let status, !(500...599).contains(status) { return false }
-        let lifetime = freshnessLifetime(status: stored.status, headers: stored.headers, responseTime: stored.responseTime, mode: mode).seconds
+        let lifetime = freshnessLifetime(stored, mode: mode).seconds
         let staleness = currentAge(stored, now: now) - lifetime
         if case .value(let window)? = cc.seconds("stale-if-error") { return staleness <= Double(window) }
         return status == nil
@@ -278,8 +329,8 @@ public enum CacheRules {
     /// `Last-Modified`.
     public static func conditionalFields(for stored: StoredResponse) -> [(String, String)] {
         var fields: [(String, String)] = []
-        if let etag = stored.headers["ETag"] { fields.append(("If-None-Match", etag)) }
-        if let lastModified = stored.headers["Last-Modified"], Timestamp(httpDate: lastModified) != nil {
+        if let etag = stored.facts.etag { fields.append(("If-None-Match", etag)) }
+        if stored.facts.lastModified != nil, let lastModified = stored.headers["Last-Modified"] {
             fields.append(("If-Modified-Since", lastModified))
         }
         return fields
