@@ -25,7 +25,15 @@ public struct CacheControl: Sendable, Equatable {
     /// (RFC 9213) when the response has a valid one, and then ignores `Cache-Control` and `Expires`
     /// (`targeted`); everyone else reads `Cache-Control`.
     public static func ofResponse(_ headers: HTTPHeaders, mode: CacheMode) -> (control: CacheControl, targeted: Bool) {
-        CacheFacts(headers).control(mode)
+        // Only the directives: every miss asks this before anything else, and most answers end here (no-store).
+        if mode.shared, let targeted = targeted(headers) { return (targeted, true) }
+        return (CacheControl(headers), false)
+    }
+
+    /// A valid `CDN-Cache-Control` (RFC 9213), or nil.
+    static func targeted(_ headers: HTTPHeaders) -> CacheControl? {
+        let cdn = headers.values("CDN-Cache-Control")
+        return cdn.isEmpty ? nil : TargetedCacheControl.parse(cdn.joined(separator: ", "))
     }
 
     public var isEmpty: Bool { directives.isEmpty }

@@ -58,8 +58,7 @@ public struct CacheFacts: Sendable, Equatable {
 
     public init(_ headers: HTTPHeaders) {
         control = CacheControl(headers)
-        let cdn = headers.values("CDN-Cache-Control")
-        targeted = cdn.isEmpty ? nil : TargetedCacheControl.parse(cdn.joined(separator: ", "))
+        targeted = CacheControl.targeted(headers)
         date = CacheRules.dateValue(headers)
         age = CacheRules.ageValue(headers)
         let expiresValues = headers.values("Expires")
