@@ -22,7 +22,8 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
     // No table here: the driver knows each task by the identity of the WKURLSchemeTask, from start until it
     // finishes, fails or is stopped, and forgets it then.
     public func webView(_ webView: WKWebView, start urlSchemeTask: any WKURLSchemeTask) {
-        driver.start(TaskAdapter(urlSchemeTask), id: ObjectIdentifier(urlSchemeTask))
+        // Grouped by web view, so that a view whose web content process died ends all of its tasks at once.
+        driver.start(TaskAdapter(urlSchemeTask), id: ObjectIdentifier(urlSchemeTask), group: ObjectIdentifier(webView))
     }
 
     public func webView(_ webView: WKWebView, stop urlSchemeTask: any WKURLSchemeTask) {

@@ -105,9 +105,12 @@ public final class SchemeTaskDriver: Sendable {
         let keepalive: Bool
         /// For ``activeTasks``.
         let url: String
-        init(keepalive: Bool, url: String) {
+        /// The web view the task belongs to, for ``stopAll(in:)``.
+        let group: ObjectIdentifier?
+        init(keepalive: Bool, url: String, group: ObjectIdentifier?) {
             self.keepalive = keepalive
             self.url = url
+            self.group = group
         }
         var work: Task<Void, Never>?
         /// The delivery waiting for the task to take another chunk (resumed with false by a stop).
@@ -154,11 +157,12 @@ public final class SchemeTaskDriver: Sendable {
     }
 
     /// Starts answering `task`, known as `id` (default: the task object itself) until it ends or ``stop(_:)``.
-    /// Call on the executor (WebKit's start callback).
-    public func start(_ task: any SchemeTask, id: ObjectIdentifier? = nil) {
+    /// `group` names the web view it belongs to, so a container can end all of a view's tasks at once
+    /// (``stopAll(in:)``). Call on the executor (WebKit's start callback).
+    public func start(_ task: any SchemeTask, id: ObjectIdentifier? = nil, group: ObjectIdentifier? = nil) {
         let running = Running(
             keepalive: loader.engine.configuration.bodyChannels.map { task.request.headers.contains($0.keepaliveHeader) } ?? false,
-            url: task.request.url)
+            url: task.request.url, group: group)
         let key = id ?? ObjectIdentifier(task)
         self.running.withLock {
             $0.tasks[key] = running
@@ -205,6 +209,17 @@ public final class SchemeTaskDriver: Sendable {
         guard let running = running.withLock({ $0.tasks.removeValue(forKey: id) }) else { return }
         if running.state.stopRequested(), !running.keepalive { running.work?.cancel() }
         running.resumeReadyWaiter()
+    }
+
+    /// Stops every task of the web view `group` (its web process died: WebKit will not stop them itself in every
+    /// case, and their upstream requests must not run on for a page that is gone). Call on the executor.
+    /// - Returns: how many tasks were stopped.
+    @discardableResult
+    public func stopAll(in group: ObjectIdentifier) -> Int {
+        assert(executor.isCurrent, "SchemeTaskDriver.stopAll must be called on its executor")
+        let ids = running.withLock { book in book.tasks.filter { $0.value.group == group }.map(\.key) }
+        for id in ids { stop(id) }
+        return ids.count
     }
 
     /// ``stop(_:)`` for a task started without an explicit id.

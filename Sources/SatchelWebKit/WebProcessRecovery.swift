@@ -4,8 +4,13 @@
 /// On a termination: end the view's scheme tasks, then load again the URL it was showing (from the package, through
 /// the same scheme handler), and once that load finished tell the page why, so it can restore its state. When the
 /// view keeps dying (``Configuration/maxTerminations`` within ``Configuration/window``), the next termination shows
-/// the package's offline page instead of reloading into another crash. A view that stops responding for
-/// ``Configuration/unresponsiveTimeout`` is terminated, and recovered the same way.
+/// the package's offline page instead of reloading into another crash.
+///
+/// A view that stops responding for ``Configuration/unresponsiveTimeout`` is terminated, and recovered the same way.
+/// Two signals say so: WebKit's own flag (WebKitGTK's `is-web-process-responsive`), which WebKit only moves when it
+/// waits for an answer to input (measured: a page spinning in a loop stayed "responsive" for 15 s with no input, even
+/// while scripts were evaluated in it), and the container's heartbeat: every ``Configuration/heartbeat`` it asks the
+/// page to evaluate a trivial script, and a probe unanswered for the timeout means the process is stuck.
 public struct WebProcessRecovery: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Terminations within ``window`` after which the view gets the offline page instead of a reload.
@@ -13,11 +18,18 @@ public struct WebProcessRecovery: Sendable {
         public var window: Duration
         /// How long a view may stay unresponsive before its web process is terminated.
         public var unresponsiveTimeout: Duration
+        /// How often the container probes the page; nil: no probes (WebKit's flag alone). An app pauses probes while
+        /// its views cannot answer (on iOS, a suspended app's web processes are suspended too).
+        public var heartbeat: Duration?
 
-        public init(maxTerminations: Int = 3, window: Duration = .seconds(60), unresponsiveTimeout: Duration = .seconds(5)) {
+        public init(
+            maxTerminations: Int = 3, window: Duration = .seconds(60), unresponsiveTimeout: Duration = .seconds(5),
+            heartbeat: Duration? = .seconds(2)
+        ) {
             self.maxTerminations = max(1, maxTerminations)
             self.window = window
             self.unresponsiveTimeout = unresponsiveTimeout
+            self.heartbeat = heartbeat
         }
     }
 
@@ -34,8 +46,20 @@ public struct WebProcessRecovery: Sendable {
     public enum Recovery: Sendable, Equatable {
         /// Loaded the URL again.
         case reloaded(url: String)
-        /// Showed the offline page: the view died too often to try again, or there was nothing to reload.
-        case showedOfflinePage(url: String?)
+        /// Showed the offline page: the view died too often to try again.
+        case showedOfflinePage(url: String)
+        /// The view showed nothing yet (a warm view waiting for its page): nothing to restore, the next load starts
+        /// a new web process.
+        case nothingToRestore
+
+        /// For reports and logs: `reloaded`, `offline-page`, `nothing-to-restore`.
+        public var name: String {
+            switch self {
+            case .reloaded: "reloaded"
+            case .showedOfflinePage: "offline-page"
+            case .nothingToRestore: "nothing-to-restore"
+            }
+        }
     }
 
     public enum Action: Sendable, Equatable {
@@ -44,22 +68,40 @@ public struct WebProcessRecovery: Sendable {
         /// Load `url` again.
         case reload(url: String)
         /// Show the offline page of the package that answers `url` (a built-in error page when none has one).
-        case showOfflinePage(url: String?)
+        case showOfflinePage(url: String)
         /// Terminate the view's web process (it stopped responding); a termination follows.
         case terminateWebProcess
-        /// Call back after `after` (the responsiveness check), on the view's executor.
+        /// Call ``responsivenessCheck(now:)`` after `after`, on the view's executor.
         case scheduleResponsivenessCheck(after: Duration)
-        /// Tell the page, once the recovery load finished, that it was recovered and why.
+        /// Evaluate a trivial script in the page and call ``probeAnswered(_:)`` with `id` when it returns.
+        case sendProbe(id: Int)
+        /// Call ``heartbeatDue(now:)`` after `after`.
+        case scheduleHeartbeat(after: Duration)
+        /// Tell the page, once the recovery load finished, that it was recovered and why (``pageNotice(_:)``).
         case notifyPage(reason: Reason)
         /// Tell the app: the reason, the URL the view was showing, and what was done.
         case report(reason: Reason, url: String?, recovery: Recovery)
     }
 
+    /// The script that tells a recovered page why it was loaded again: `window.satchelRecovered = {reason}` and the
+    /// event `satchel:recovered` with the same `detail` (both adapters run it in the main frame).
+    public static func pageNotice(_ reason: Reason) -> String {
+        "window.satchelRecovered = {reason: '\(reason.rawValue)'}; "
+            + "window.dispatchEvent(new CustomEvent('satchel:recovered', {detail: window.satchelRecovered}));"
+    }
+
+    /// The heartbeat's script: anything the page answers at once.
+    public static let probeScript = "0"
+
     public let configuration: Configuration
     /// Terminations in the window, oldest first.
     private var terminations: [ContinuousClock.Instant] = []
-    /// Set when the view became unresponsive, until it responds again or is terminated.
+    /// Set when WebKit said the view became unresponsive, until it responds again or is terminated.
     private var unresponsiveSince: ContinuousClock.Instant?
+    /// The heartbeat's probe waiting for its answer.
+    private var probe: (id: Int, sent: ContinuousClock.Instant)?
+    private var probesSent = 0
+    private var heartbeatRunning = false
     /// A recovery load under way: the page hears about it when it finished.
     private var pendingNotice: Reason?
     /// The container terminated the process itself: the termination that follows is counted as unresponsive.
@@ -69,25 +111,30 @@ public struct WebProcessRecovery: Sendable {
         self.configuration = configuration
     }
 
+    /// The view exists: starts the heartbeat (once).
+    public mutating func started() -> [Action] {
+        guard let interval = configuration.heartbeat, !heartbeatRunning else { return [] }
+        heartbeatRunning = true
+        return [.scheduleHeartbeat(after: interval)]
+    }
+
     /// The view's web process ended. `url` is the URL the view was showing (nil: nothing was loaded yet).
     public mutating func processTerminated(_ reported: Reason, url: String?, now: ContinuousClock.Instant) -> [Action] {
         let reason = terminatingForUnresponsiveness ? .unresponsive : reported
         terminatingForUnresponsiveness = false
         unresponsiveSince = nil
-        terminations = terminations.filter { now - $0 < configuration.window } + [now]
-        let recovery: Recovery
-        var actions: [Action] = [.stopTasks]
-        if let url, terminations.count <= configuration.maxTerminations {
-            recovery = .reloaded(url: url)
-            pendingNotice = reason
-            actions.append(.reload(url: url))
-        } else {
-            recovery = .showedOfflinePage(url: url)
+        probe = nil
+        guard let url else {
             pendingNotice = nil
-            actions.append(.showOfflinePage(url: url))
+            return [.stopTasks, .report(reason: reason, url: nil, recovery: .nothingToRestore)]
         }
-        actions.append(.report(reason: reason, url: url, recovery: recovery))
-        return actions
+        terminations = terminations.filter { now - $0 < configuration.window } + [now]
+        if terminations.count <= configuration.maxTerminations {
+            pendingNotice = reason
+            return [.stopTasks, .reload(url: url), .report(reason: reason, url: url, recovery: .reloaded(url: url))]
+        }
+        pendingNotice = nil
+        return [.stopTasks, .showOfflinePage(url: url), .report(reason: reason, url: url, recovery: .showedOfflinePage(url: url))]
     }
 
     /// A load of the view finished: after a recovery reload, the page hears why it was reloaded.
@@ -115,7 +162,40 @@ public struct WebProcessRecovery: Sendable {
         guard now - since >= configuration.unresponsiveTimeout else {
             return [.scheduleResponsivenessCheck(after: configuration.unresponsiveTimeout - (now - since))]
         }
+        return terminate()
+    }
+
+    /// The heartbeat's timer fired: a probe unanswered for the timeout means terminate; otherwise the next probe goes
+    /// out (or the outstanding one is checked again when its time is up).
+    public mutating func heartbeatDue(now: ContinuousClock.Instant) -> [Action] {
+        guard let interval = configuration.heartbeat, heartbeatRunning else { return [] }
+        if terminatingForUnresponsiveness { return [.scheduleHeartbeat(after: interval)] }
+        if let probe {
+            let waited = now - probe.sent
+            if waited >= configuration.unresponsiveTimeout { return terminate() + [.scheduleHeartbeat(after: interval)] }
+            return [.scheduleHeartbeat(after: min(interval, configuration.unresponsiveTimeout - waited))]
+        }
+        probesSent += 1
+        probe = (probesSent, now)
+        return [.sendProbe(id: probesSent), .scheduleHeartbeat(after: min(interval, configuration.unresponsiveTimeout))]
+    }
+
+    /// The page answered probe `id` (an answer to an older probe, or from a process since replaced, changes nothing).
+    public mutating func probeAnswered(_ id: Int) {
+        if probe?.id == id { probe = nil }
+    }
+
+    /// Stops the heartbeat (the app is going to the background, where its web processes may be suspended); a
+    /// scheduled beat does nothing. ``started()`` starts it again.
+    public mutating func pauseHeartbeat() {
+        heartbeatRunning = false
+        probe = nil
+    }
+
+    private mutating func terminate() -> [Action] {
         terminatingForUnresponsiveness = true
+        probe = nil
+        unresponsiveSince = nil
         return [.terminateWebProcess]
     }
 }

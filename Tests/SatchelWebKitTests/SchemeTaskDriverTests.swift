@@ -277,6 +277,49 @@ struct SchemeTaskDriverTests {
         }
     }
 
+    @Test("stopAll(in:) ends every task of one web view (its process died): upstream requests cancelled, streams ended, other views untouched")
+    func stopAllOfOneView() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let queue = makeQueue()
+            let upstream = GatedFetcher()
+            let driver = try driver(folder, queue: queue, fetcher: upstream, allowed: [try HostPattern("origin.example")])
+            final class View {}
+            let views = (View(), View())
+            let (dead, alive) = (ObjectIdentifier(views.0), ObjectIdentifier(views.1))
+            // The dead view: a stream mid-body and a request still waiting for its answer; the other view: one waiting.
+            let stream = HoldingTask(url: "satchel://app.example/large.bin")
+            let waiting = RecordingTask(ResourceRequest(url: "https://origin.example/dead"))
+            let other = RecordingTask(ResourceRequest(url: "https://origin.example/alive"))
+            queue.async {
+                driver.start(stream, group: dead)
+                driver.start(waiting, group: dead)
+                driver.start(other, group: alive)
+            }
+            for _ in 0..<500 where upstream.waiting < 2 || stream.chunks == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(driver.activeTaskCount == 3)
+            let stopped = queue.sync {
+                waiting.markStopped()
+                return driver.stopAll(in: dead)
+            }
+            #expect(stopped == 2)
+            #expect(driver.activeTaskCount == 1, "\(queue.sync { driver.activeTasks })")
+            #expect(queue.sync { driver.activeTasks } == ["awaiting response https://origin.example/alive"])
+            // The stream's task asking for more after the stop gets nothing.
+            queue.async { stream.release() }
+            upstream.open()
+            for _ in 0..<500 where upstream.outcomes.count < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(upstream.outcomes["/dead"] == "cancelled", "\(upstream.outcomes)")
+            #expect(upstream.outcomes["/alive"] == "answered", "\(upstream.outcomes)")
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(waiting.snapshot.violations.isEmpty, "\(waiting.snapshot.violations)")
+            #expect(stream.chunks == 1, "nothing more reached the dead view's stream")
+            queue.sync { _ = driver.stopAll(in: alive) }
+            for _ in 0..<500 where driver.activeTaskCount > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(driver.activeTaskCount == 0)
+            withExtendedLifetime(views) {}
+        }
+    }
+
     @Test("the state machine: one response, data only while streaming, one end, nothing after stop")
     func stateMachine() {
         var state = SchemeTaskState()

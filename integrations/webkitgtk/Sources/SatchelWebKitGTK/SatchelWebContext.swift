@@ -40,12 +40,19 @@ public final class SatchelWebContext: @unchecked Sendable {
     ///   - hook: the hook's configuration (origins such as `satchel://m.shop.com`), or nil for no hook: then every
     ///     request that may carry a body is refused (see ``URISchemeHandler``).
     ///   - ephemeral: a network session that keeps nothing on disk (cookies included).
+    ///   - memoryLimit: megabytes a web process may use before WebKit kills it (its view then recovers, with the
+    ///     reason `exceeded-memory-limit`); nil: WebKit's defaults, which kill nothing.
+    ///   - recovery: when a view that keeps dying gets the offline page instead of another reload, and how long an
+    ///     unresponsive view is given (see ``WebProcessRecovery``).
     public init(
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher,
-        hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10
+        hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10, memoryLimit: Int? = nil,
+        recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration()
     ) throws {
         executor = GLibMainContextExecutor()
-        context = webkit_web_context_new()
+        self.engine = engine
+        recoveryConfiguration = recovery
+        context = satchel_web_context_new(guint(max(0, memoryLimit ?? 0)))!
         session = ephemeral ? webkit_network_session_new_ephemeral() : webkit_network_session_get_default()
         if !ephemeral { g_object_ref(UnsafeMutableRawPointer(session)) }
         cookies = WebKitCookieJar(manager: webkit_network_session_get_cookie_manager(session), executor: executor)
@@ -74,6 +81,13 @@ public final class SatchelWebContext: @unchecked Sendable {
 
     public var driver: SchemeTaskDriver { handler.driver }
 
+    public let engine: ResourceEngine
+    let recoveryConfiguration: WebProcessRecovery.Configuration
+    /// Told, on the main context's thread, every time a view's web process ended and what was done about it.
+    public var recoveryHandler: ((RecoveryReport) -> Void)?
+    /// The guard of every view made here, by view.
+    private var recoveries: [UnsafeMutableRawPointer: ViewRecovery] = [:]
+
     /// A web view on this context: the media script and the hook at document start in every frame, and the body
     /// handler.
     public func makeWebView() -> UnsafeMutablePointer<WebKitWebView> {
@@ -94,7 +108,30 @@ public final class SatchelWebContext: @unchecked Sendable {
         }
         let view = satchel_web_view_new(context, session, manager)!
         g_object_unref(UnsafeMutableRawPointer(manager))
+        // The white-screen guard, for as long as the view lives.
+        let raw = UnsafeMutableRawPointer(view)
+        recoveries[raw] = ViewRecovery(view: view, context: self, configuration: recoveryConfiguration)
+        satchel_weak_ref(raw, { data, object in
+            guard let data, let object else { return }
+            Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue().viewFinalized(object)
+        }, Unmanaged.passUnretained(self).toOpaque())
         return view
+    }
+
+    /// A view is gone: its guard and its task group go with it.
+    private func viewFinalized(_ view: UnsafeMutableRawPointer) {
+        recoveries.removeValue(forKey: view)?.viewGone()
+        ViewKey.forget(view)
+    }
+
+    /// Stops the heartbeat of every view (the app is hidden and its pages should not be probed, or a debugger holds
+    /// a web process); ``resumeHeartbeats()`` starts them again.
+    public func pauseHeartbeats() {
+        for recovery in recoveries.values { recovery.pauseHeartbeat() }
+    }
+
+    public func resumeHeartbeats() {
+        for recovery in recoveries.values { recovery.resumeHeartbeat() }
     }
 }
 

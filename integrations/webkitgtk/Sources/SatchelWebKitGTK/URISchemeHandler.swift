@@ -55,7 +55,9 @@ public final class URISchemeHandler: @unchecked Sendable {
             task.answerDirectly(refusal)
             return
         }
-        driver.start(task)
+        // Grouped by web view, so that a view whose web process died can end all of its tasks at once.
+        let view = webkit_uri_scheme_request_get_web_view(schemeRequest)
+        driver.start(task, group: view.map { ViewRecovery.group(of: UnsafeMutableRawPointer($0)) })
     }
 
     /// The 400 for a request whose body no hook channel carries (see the type's documentation), or nil.

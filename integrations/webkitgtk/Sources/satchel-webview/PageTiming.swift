@@ -11,7 +11,11 @@ import Foundation
 struct PageTiming {
     /// The body of the async function run in the page. First contentful paint may come after the load event, so it
     /// waits for it (the viewer's --timeout bounds the wait); a WebKit without paint timing is an error, not a hang.
-    static let script = """
+    static let script = script()
+
+    /// The script, with `before` run just before the figures are read and `fields` (`name: expression, `) added to them.
+    static func script(before: String = "", fields: String = "") -> String {
+        """
         if (!PerformanceObserver.supportedEntryTypes.includes("paint")) throw new Error("this WebKit has no paint timing");
         const contentful = performance.getEntriesByName("first-contentful-paint", "paint")[0] ?? await new Promise(resolve => {
             const observer = new PerformanceObserver(list => {
@@ -30,7 +34,9 @@ struct PageTiming {
         }
         if (!navigation) return null;
         const first = performance.getEntriesByName("first-paint", "paint")[0];
+        \(before)
         return {
+            \(fields)
             timeOrigin: performance.timeOrigin,
             responseStart: navigation.responseStart,
             domContentLoaded: navigation.domContentLoadedEventStart,
@@ -40,6 +46,7 @@ struct PageTiming {
             resources: performance.getEntriesByType("resource").length,
         };
         """
+    }
 
     /// When the page's time origin was, in ms after the load was asked for.
     let timeOrigin: Double

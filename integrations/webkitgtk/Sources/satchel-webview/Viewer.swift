@@ -8,6 +8,7 @@ import SatchelHTTP
 import SatchelNetwork
 import SatchelOptions
 import SatchelStore
+import SatchelWebKit
 import SatchelWebKitGTK
 
 @main
@@ -35,11 +36,31 @@ struct SatchelWebview: ParsableCommand {
     @Flag(help: "Measure the page's load (WebKit's navigation and paint timing, waiting for first contentful paint) and report it (timing in --json).")
     var timing = false
     @Option(help: "Window size, WIDTHxHEIGHT.") var windowSize: String = "1280x900"
+    @Flag(help: "Open the page in a warm view: one whose web process was started (about:blank) before the clock starts.")
+    var warm = false
+    @Option(help: "Megabytes a web process may use before WebKit kills it (the view then recovers with reason exceeded-memory-limit).")
+    var memoryLimit: Int?
+    @Option(help: "Terminations within --termination-window after which a view shows the offline page instead of reloading.")
+    var maxTerminations = 3
+    @Option(help: "Seconds of the window --max-terminations counts in.") var terminationWindow: Double = 60
+    @Option(help: "Seconds a view may stay unresponsive before its web process is terminated and the view recovered.")
+    var unresponsiveTimeout: Double = 5
+    @Option(help: "Wait for this many recoveries (each through its load and first paint) before the report, which lists them (recoveries in --json).")
+    var recoveries = 0
+    @Option(help: "Terminate the web process with WebKit's API this many seconds after the script finished (a recovery follows).")
+    var terminateAfter: Double?
+    @Option(help: "Append one JSON line per event here as it happens (loaded, ready: the script finished, recovered), for a driver that acts between them.", completion: .file())
+    var events: String?
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         guard parsedSize != nil else { throw ValidationError("--window-size must look like 1280x900") }
         if let script, !FileManager.default.isReadableFile(atPath: script) { throw ValidationError("cannot read --script file \(script)") }
+        if let memoryLimit, memoryLimit <= 0 { throw ValidationError("--memory-limit must be a positive number of megabytes") }
+        guard maxTerminations > 0 else { throw ValidationError("--max-terminations must be at least 1") }
+        guard terminationWindow > 0, unresponsiveTimeout > 0 else { throw ValidationError("--termination-window and --unresponsive-timeout must be positive") }
+        guard recoveries >= 0 else { throw ValidationError("--recoveries cannot be negative") }
+        if let terminateAfter, terminateAfter < 0 { throw ValidationError("--terminate-after cannot be negative") }
     }
 
     var parsedSize: (Int32, Int32)? {
@@ -67,16 +88,61 @@ struct SatchelWebview: ParsableCommand {
             .filter { !$0.hasPrefix("*.") }
         let origins = engine.configuration.customSchemes.sorted().flatMap { scheme in hosts.sorted().map { "\(scheme)://\($0)" } }
         let fetcher = try Self.makeFetcher(trustRoots: upstream.trustRoots)
-        let satchel = try SatchelWebContext(engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins))
+        let recovery = WebProcessRecovery.Configuration(
+            maxTerminations: maxTerminations, window: .milliseconds(Int(terminationWindow * 1000)),
+            unresponsiveTimeout: .milliseconds(Int(unresponsiveTimeout * 1000)))
+        let satchel = try SatchelWebContext(
+            engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins), memoryLimit: memoryLimit,
+            recovery: recovery)
+        let view = warm ? try Self.warmView(satchel, timeout: timeout) : satchel.makeWebView()
         let session = ViewerSession(
-            satchel: satchel, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
-            screenshot: screenshot, timing: timing, json: json, size: parsedSize!, beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })
+            satchel: satchel, view: view, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
+            screenshot: screenshot, timing: timing, json: json, size: parsedSize!, recoveries: recoveries, terminateAfter: terminateAfter,
+            events: try events.map(EventLog.init(path:)),
+            beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })
         session.start(timeout: timeout)
         let loop = g_main_loop_new(nil, 0)
         g_main_loop_run(loop)
     }
 
+    /// A view from a pool of one, once its web process runs (before the page's clock starts).
+    static func warmView(_ satchel: SatchelWebContext, timeout: Double) throws -> UnsafeMutablePointer<WebKitWebView> {
+        let pool = WarmViewPool(context: satchel, capacity: 1, refill: .manual)
+        pool.warm()
+        let deadline = Date().addingTimeInterval(timeout)
+        while pool.readyCount == 0, Date() < deadline { g_main_context_iteration(nil, 1) }
+        guard pool.readyCount > 0 else { throw ViewerFailure("--warm: the view did not warm within --timeout (\(timeout) s)") }
+        return pool.take()
+    }
+
     /// The one place the viewer's network stack is chosen: SatchelNetwork's NIOFetcher on NIO's shared event loops (header fields
     /// as sent, repeated `Set-Cookie` kept apart, upstream backpressure), shut down before the viewer exits.
     static func makeFetcher(trustRoots: [String]) throws(FetchError) -> NIOFetcher { try NIOFetcher(additionalTrustRoots: trustRoots) }
+}
+
+/// A failure of the viewer itself (not of the page), printed as `Error: …`.
+struct ViewerFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// `--events`: one JSON object per line, written and flushed as each thing happens, so that a driver (tools/webkit-test)
+/// can act between them (kill the web process once the script has its requests in flight).
+final class EventLog {
+    private let file: FileHandle
+
+    init(path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
+            throw ViewerFailure("cannot write --events file \(path)")
+        }
+        self.file = file
+    }
+
+    func write(_ event: String, _ fields: [String: Any] = [:]) {
+        var object = fields
+        object["event"] = event
+        object["time"] = Date().timeIntervalSince1970
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        file.write(data + Data("\n".utf8))
+    }
 }

@@ -1,6 +1,7 @@
 import CSatchelGLib
 import CWebKitGTK
 import Foundation
+import SatchelWebKit
 import SatchelWebKitGTK
 
 /// One window's run: load, then (when asked) the script and the screenshot, then the report. Runs on the main
@@ -16,8 +17,19 @@ final class ViewerSession: @unchecked Sendable {
     let webView: UnsafeMutablePointer<WebKitWebView>
     /// Runs on the main context's thread just before the process exits (closes the network client).
     let beforeExit: () -> Void
-    /// Exits when done (a script, screenshot or timing was asked for); otherwise the window stays for a person.
-    var exitsWhenDone: Bool { script != nil || screenshot != nil || timing }
+    /// Recoveries to wait for before the report (`--recoveries`).
+    let awaitedRecoveries: Int
+    let terminateAfter: Double?
+    let events: EventLog?
+    /// Exits when done (a script, screenshot, timing or recoveries were asked for); otherwise the window stays for a person.
+    var exitsWhenDone: Bool { script != nil || screenshot != nil || timing || awaitedRecoveries > 0 }
+
+    /// Recoveries so far, as reported (`recoveries` in the report).
+    private var recoveries: [[String: Any]] = []
+    /// A recovery whose load has not finished yet: its report, and when the termination was heard.
+    private var recovering: (report: RecoveryReport, at: Date)?
+    /// The report waits for the recoveries (everything else asked for is done).
+    private var waitingForRecoveries = false
 
     private var report: [String: Any] = [:]
     private var errors: [String] = []
@@ -27,17 +39,20 @@ final class ViewerSession: @unchecked Sendable {
     private var finished = false
 
     init(
-        satchel: SatchelWebContext, target: String, script: String?, screenshot: String?, timing: Bool, json: Bool, size: (Int32, Int32),
-        beforeExit: @escaping () -> Void
+        satchel: SatchelWebContext, view: UnsafeMutablePointer<WebKitWebView>, target: String, script: String?, screenshot: String?, timing: Bool,
+        json: Bool, size: (Int32, Int32), recoveries: Int, terminateAfter: Double?, events: EventLog?, beforeExit: @escaping () -> Void
     ) {
         self.beforeExit = beforeExit
+        awaitedRecoveries = recoveries
+        self.terminateAfter = terminateAfter
+        self.events = events
         self.satchel = satchel
         self.target = target
         self.script = script
         self.screenshot = screenshot
         self.timing = timing
         self.json = json
-        webView = satchel.makeWebView()
+        webView = view
         let settings = webkit_web_view_get_settings(webView)
         webkit_settings_set_media_playback_requires_user_gesture(settings, 0)
         webkit_settings_set_enable_developer_extras(settings, 1)
@@ -73,11 +88,13 @@ final class ViewerSession: @unchecked Sendable {
             exit(0)
         }
         _ = satchel_signal_connect(UnsafeMutableRawPointer(window), "close-request", unsafeBitCast(closeRequest, to: GCallback.self), me)
+        satchel.recoveryHandler = { [unowned self] report in self.recovered(report) }
         g_timeout_add_full(G_PRIORITY_DEFAULT, guint(timeout * 1000), { data in
             let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
             if session.exitsWhenDone {
-                session.errors.append("timed out")
-                session.finish()
+                session.errors.append(session.waitingForRecoveries
+                    ? "timed out waiting for recoveries (\(session.recoveries.count) of \(session.awaitedRecoveries))" : "timed out")
+                session.finish(timedOut: true)
             }
             return gboolean(G_SOURCE_REMOVE)
         }, me, nil)
@@ -86,9 +103,14 @@ final class ViewerSession: @unchecked Sendable {
     }
 
     private func loadFinished() {
+        if let recovering {
+            self.recovering = nil
+            return measureRecovery(recovering.report, heardAt: recovering.at)
+        }
         guard !loaded else { return }
         loaded = true
         report["loadMs"] = Int(Date().timeIntervalSince(started) * 1000)
+        events?.write("loaded", ["loadMs": report["loadMs"]!])
         guard exitsWhenDone else { return }
         if timing {
             measureTiming()
@@ -141,8 +163,91 @@ final class ViewerSession: @unchecked Sendable {
                 session.report["result"] = ViewerSession.jsonObject(value)
                 g_object_unref(UnsafeMutableRawPointer(value))
             }
+            session.scriptFinished()
             session.takeScreenshot()
         }, me)
+    }
+
+    /// The page's requests are under way (the script's own business): a driver may act now; `--terminate-after` does.
+    private func scriptFinished() {
+        events?.write("ready", ["result": report["result"] ?? NSNull(), "activeTasks": satchel.driver.activeTaskCount])
+        guard let terminateAfter else { return }
+        let me = Unmanaged.passRetained(self).toOpaque()
+        g_timeout_add_full(G_PRIORITY_DEFAULT, guint(terminateAfter * 1000), { data in
+            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeRetainedValue()
+            webkit_web_view_terminate_web_process(session.webView)
+            return gboolean(G_SOURCE_REMOVE)
+        }, me, nil)
+    }
+
+    /// The container recovered the view (``SatchelWebContext/recoveryHandler``): its reload (or offline page) is
+    /// loading; the recovery is measured once that load finished.
+    private func recovered(_ recovery: RecoveryReport) {
+        // Right after the container ended the dead page's tasks: none of them may be left.
+        recoveryTasksLeft = satchel.driver.activeTaskCount
+        if case .nothingToRestore = recovery.recovery {
+            // No load follows: nothing to measure.
+            return recoveryMeasured(RecoveryMeasurement(session: self, recovery: recovery, heardAt: Date(), tasksLeft: recoveryTasksLeft), [:])
+        }
+        recovering = (recovery, Date())
+    }
+
+    private var recoveryTasksLeft = 0
+
+    /// The recovered page's first contentful paint and load event, from when the termination was heard, and what
+    /// the page was told (`window.satchelRecovered`, set with the `satchel:recovered` event).
+    private func measureRecovery(_ recovery: RecoveryReport, heardAt: Date) {
+        // After a reload the page is told why (WebProcessRecovery.pageNotice, sent just before this script): give it
+        // half a second to arrive. The offline page is not told.
+        let wait = if case .reloaded = recovery.recovery {
+            "for (let i = 0; i < 50 && !window.satchelRecovered; i++) await new Promise(resolve => setTimeout(resolve, 10));"
+        } else { "" }
+        let script = PageTiming.script(
+            before: wait, fields: "recovered: window.satchelRecovered ? window.satchelRecovered.reason : null, title: document.title,")
+        let request = RecoveryMeasurement(session: self, recovery: recovery, heardAt: heardAt, tasksLeft: recoveryTasksLeft)
+        webkit_web_view_call_async_javascript_function(webView, script, -1, nil, nil, nil, nil, { source, result, data in
+            let request = Unmanaged<RecoveryMeasurement>.fromOpaque(data!).takeRetainedValue()
+            var error: UnsafeMutablePointer<GError>?
+            let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
+            var measured: [String: Any] = [:]
+            if let error {
+                request.session.errors.append("recovery timing failed: \(String(cString: error.pointee.message))")
+                g_error_free(error)
+            } else if let value {
+                measured = ViewerSession.jsonObject(value) as? [String: Any] ?? [:]
+                g_object_unref(UnsafeMutableRawPointer(value))
+            }
+            request.session.recoveryMeasured(request, measured)
+        }, Unmanaged.passRetained(request).toOpaque())
+    }
+
+    private func recoveryMeasured(_ request: RecoveryMeasurement, _ measured: [String: Any]) {
+        let recovery = request.recovery
+        var entry: [String: Any] = [
+            "reason": recovery.reason.rawValue, "url": recovery.url ?? NSNull(), "tasksStopped": recovery.tasksStopped,
+            "tasksLeft": request.tasksLeft, "pageHeard": measured["recovered"] ?? NSNull(), "title": measured["title"] ?? NSNull(),
+        ]
+        entry["recovery"] = recovery.recovery.name
+        // From the moment the container heard of the termination to the recovered page's first contentful paint.
+        let timing = PageTiming(measured, loadRequestedAt: request.heardAt)?.report
+        entry["repaintMs"] = timing?["firstContentfulPaintMs"] ?? NSNull()
+        entry["loadEventMs"] = timing?["loadEventMs"] ?? NSNull()
+        recoveries.append(entry)
+        events?.write("recovered", entry)
+        if waitingForRecoveries, recoveries.count >= awaitedRecoveries { finish() }
+    }
+
+    private final class RecoveryMeasurement {
+        let session: ViewerSession
+        let recovery: RecoveryReport
+        let heardAt: Date
+        let tasksLeft: Int
+        init(session: ViewerSession, recovery: RecoveryReport, heardAt: Date, tasksLeft: Int) {
+            self.session = session
+            self.recovery = recovery
+            self.heardAt = heardAt
+            self.tasksLeft = tasksLeft
+        }
     }
 
     /// A JSCValue as a JSON-compatible Foundation object (null for undefined or what JSON cannot hold).
@@ -174,8 +279,12 @@ final class ViewerSession: @unchecked Sendable {
     }
 
     /// Prints the report and exits, once the driver's tasks have settled (or two seconds passed).
-    private func finish() {
+    private func finish(timedOut: Bool = false) {
         guard !finished else { return }
+        if !timedOut, recoveries.count < awaitedRecoveries {
+            waitingForRecoveries = true
+            return
+        }
         finished = true
         let deadline = Date().addingTimeInterval(2)
         while satchel.driver.activeTaskCount > 0, Date() < deadline { g_main_context_iteration(nil, 0) }
@@ -185,6 +294,7 @@ final class ViewerSession: @unchecked Sendable {
         if report["result"] == nil { report["result"] = NSNull() }
         if report["screenshot"] == nil { report["screenshot"] = NSNull() }
         report["error"] = errors.isEmpty ? NSNull() : errors.joined(separator: "; ")
+        if awaitedRecoveries > 0 { report["recoveries"] = recoveries }
         // The tasks still active name their phase and URL: a page whose loads never end says which.
         report["tasks"] = [
             "started": satchel.driver.startedTaskCount, "active": satchel.driver.activeTaskCount,

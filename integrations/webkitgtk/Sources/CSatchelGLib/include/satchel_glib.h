@@ -69,6 +69,9 @@ G_END_DECLS
 #endif
 
 G_BEGIN_DECLS
+/// A web context whose web processes are killed past `memory_limit_mb` megabytes (WebKit's memory-pressure settings,
+/// a construct-only property: g_object_new is variadic); 0: WebKit's defaults, which kill nothing.
+WebKitWebContext *satchel_web_context_new(guint memory_limit_mb);
 /// A web view on `context` and `session` whose user content is `manager` (g_object_new with properties is variadic).
 WebKitWebView *satchel_web_view_new(WebKitWebContext *context, WebKitNetworkSession *session, WebKitUserContentManager *manager);
 G_END_DECLS
