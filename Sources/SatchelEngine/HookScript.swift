@@ -24,11 +24,22 @@ public enum HookScript {
         /// The launch's secret, from which the hook makes a ``BodyProof`` for every body it moves; nil makes a
         /// hook without proofs (only for an engine configured with ``BodyProofPolicy/notRequired``).
         public var proofSecret: BodyProofSecret?
+        /// Where a custom-scheme page's `document.cookie` is read and written (``PageCookies``); nil: the hook
+        /// leaves `document.cookie` alone (a page served over http has the browser's own).
+        public var cookieEndpoint: String?
+        /// The script message handler of the JS bridge (`window.satchel`); nil: no bridge.
+        public var bridgeHandler: String?
+        /// How long a bridge call waits for its answer.
+        public var bridgeTimeout: Duration
 
         public init(
             channels: BodyChannels = BodyChannels(), origins: [String] = [], headerThreshold: Int = 8 << 10,
-            bodyEndpoint: String = "/_satchel/bodies/", messageHandler: String = "satchelBody", proofSecret: BodyProofSecret? = nil
+            bodyEndpoint: String = "/_satchel/bodies/", messageHandler: String = "satchelBody", proofSecret: BodyProofSecret? = nil,
+            cookieEndpoint: String? = nil, bridgeHandler: String? = nil, bridgeTimeout: Duration = .seconds(30)
         ) {
+            self.cookieEndpoint = cookieEndpoint
+            self.bridgeHandler = bridgeHandler
+            self.bridgeTimeout = bridgeTimeout
             self.channels = channels
             self.origins = origins
             self.headerThreshold = min(headerThreshold, channels.maxHeaderValueBytes)
@@ -55,6 +66,14 @@ public enum HookScript {
                 "proofParameter": .string(channels.proofParameter),
             ]
             if let proofSecret { object["proofSecret"] = .string(proofSecret.text) }
+            if let cookieEndpoint {
+                object["cookieEndpoint"] = .string(cookieEndpoint)
+                object["cookieHeader"] = .string(PageCookies.writeHeader)
+            }
+            if let bridgeHandler {
+                object["bridgeHandler"] = .string(bridgeHandler)
+                object["bridgeTimeoutMs"] = .integer(bridgeTimeout.components.seconds * 1000 + bridgeTimeout.components.attoseconds / 1_000_000_000_000_000)
+            }
             return String(decoding: CanonicalJSON.object(object).bytes, as: UTF8.self)
         }
     }
@@ -447,6 +466,104 @@ public enum HookScript {
       if (!intercepted(url) || data === undefined || data === null) return originalBeacon(url, data);
       w.fetch(url, { method: "POST", body: data, keepalive: true, credentials: "include" }).catch(function () {});
       return true;
+    };
+  }
+
+  // document.cookie on a custom-scheme page, where WebKit keeps no cookies: the page reads a copy of its cookies
+  // (never the HttpOnly ones), fetched from the app's jar with one synchronous request when first read, and read
+  // again after any response (it may have set cookies) or when native code says the jar changed. A write goes to
+  // the jar synchronously, so it is there for the page's next request.
+  if (config.cookieEndpoint && w.location && !/^https?:$/.test(w.location.protocol) && w.Document && XHR) {
+    var cookieCopy = null;
+    var forgetCookies = function () { cookieCopy = null; };
+    var cookieRequest = function (write) {
+      var path = w.location.pathname || "/";
+      var xhr = new XHR();
+      originalOpen.call(xhr, "GET", config.cookieEndpoint + "?path=" + encodeURIComponent(path), false);
+      var token = proof("cookie", write === undefined ? "read\n" + path : "write\n" + path + "\n" + write);
+      if (token) originalSetRequestHeader.call(xhr, config.proofHeader, token);
+      if (write !== undefined) originalSetRequestHeader.call(xhr, config.cookieHeader, encodeURIComponent(write));
+      try { originalSend.call(xhr); } catch (e) { return cookieCopy || ""; }
+      if (xhr.status !== 200) return cookieCopy || "";
+      var refused = xhr.getResponseHeader("X-Satchel-Cookie-Refused");
+      if (refused && w.console) w.console.warn("satchel: cookie not set: " + refused);
+      return xhr.responseText;
+    };
+    Object.defineProperty(w.Document.prototype, "cookie", {
+      configurable: true, enumerable: true,
+      get: function () {
+        if (this !== w.document) return "";
+        if (cookieCopy === null) cookieCopy = cookieRequest();
+        return cookieCopy;
+      },
+      set: function (value) {
+        if (this !== w.document) return;
+        cookieCopy = cookieRequest(String(value));
+      },
+    });
+    w.__satchelHook.cookiesChanged = forgetCookies;
+    var cookieFetch = w.fetch;
+    if (cookieFetch) {
+      w.fetch = function () {
+        var pending = cookieFetch.apply(this, arguments);
+        pending.then(forgetCookies, forgetCookies);
+        return pending;
+      };
+    }
+    var bodySend = XHR.prototype.send;
+    XHR.prototype.send = function () {
+      this.addEventListener("loadend", forgetCookies);
+      return bodySend.apply(this, arguments);
+    };
+  }
+
+  // The JS bridge: window.satchel.call(name, params) -> a promise the app's native handler answers; handle(name, fn)
+  // for native code calling the page; on(name, fn) for native events. Every message carries a proof made with the
+  // launch's secret: WebKit does not say which frame posted a script message, and a foreign frame, which never gets
+  // this script, cannot make one.
+  var bridgeHandler = config.bridgeHandler && w.webkit && w.webkit.messageHandlers && w.webkit.messageHandlers[config.bridgeHandler];
+  if (bridgeHandler && !w.satchel) {
+    var callCount = 0;
+    var callPrefix = randomId().slice(0, 8) + "-";
+    var pageHandlers = Object.create(null);
+    var listeners = Object.create(null);
+    var bridgeError = function (code, message) { var error = new Error(message); error.code = code; return error; };
+    var bridge = {
+      call: function (name, params) {
+        var id = callPrefix + (++callCount);
+        var json;
+        try { json = JSON.stringify(params === undefined ? null : params); } catch (e) { return Promise.reject(bridgeError("bad-params", "satchel: params are not JSON: " + e.message)); }
+        var message = { id: id, name: String(name), params: json, token: proof("bridge", id + "\n" + String(name) + "\n" + json) };
+        return new Promise(function (resolve, reject) {
+          var timer = setTimeout(function () {
+            reject(bridgeError("timeout", "satchel: " + message.name + " had no answer in " + config.bridgeTimeoutMs + " ms"));
+          }, config.bridgeTimeoutMs);
+          Promise.resolve(bridgeHandler.postMessage(message)).then(function (reply) {
+            clearTimeout(timer);
+            var answer = typeof reply === "string" ? JSON.parse(reply) : reply;
+            if (answer && answer.ok) resolve(answer.result === undefined ? null : JSON.parse(answer.result));
+            else reject(bridgeError((answer && answer.code) || "handler-error", (answer && answer.message) || "satchel: the call failed"));
+          }, function (error) {
+            clearTimeout(timer);
+            reject(bridgeError("handler-error", String((error && error.message) || error)));
+          });
+        });
+      },
+      handle: function (name, fn) { pageHandlers[String(name)] = fn; },
+      on: function (name, fn) { (listeners[String(name)] = listeners[String(name)] || []).push(fn); },
+      off: function (name, fn) { listeners[String(name)] = (listeners[String(name)] || []).filter(function (f) { return f !== fn; }); },
+    };
+    Object.defineProperty(w, "satchel", { value: Object.freeze(bridge), configurable: false, enumerable: false, writable: false });
+    // Native code's entry points (it checks the view shows one of the app's origins before calling them).
+    w.__satchelHook.bridgeEvent = function (name, detail) {
+      (listeners[name] || []).slice().forEach(function (fn) {
+        try { fn(detail); } catch (e) { if (w.console) w.console.error(e); }
+      });
+    };
+    w.__satchelHook.bridgeInvoke = function (name, params) {
+      var fn = pageHandlers[name];
+      if (!fn) return Promise.reject(bridgeError("no-handler", "satchel: the page has no handler called " + name));
+      return Promise.resolve().then(function () { return fn(params); });
     };
   }
 """#

@@ -2,8 +2,9 @@ import SatchelCore
 
 /// Gives the cookies to send with an upstream request (an app's `HTTPCookieStorage` or `WKHTTPCookieStore`).
 public protocol CookieProvider: Sendable {
-    /// The `Cookie` header value for `url`, or nil.
-    func cookieHeader(for url: String) async -> String?
+    /// The `Cookie` header value for an upstream request to `url`, made for the page's `request` (whose headers say
+    /// whether it is cross-site), or nil.
+    func cookieHeader(for url: String, request: ResourceRequest) async -> String?
 }
 
 /// Who may be reached and how: the rules around every network fallback.
@@ -29,7 +30,7 @@ public struct NetworkPolicy: Sendable {
     /// The request to send upstream for `request`, whose URL is `upstreamURL`; throws when the host is not allowed.
     package func upstreamRequest(for request: ResourceRequest, upstreamURL: String) async throws(FetchError) -> ResourceRequest {
         var upstream = try upstreamRequestWithoutCookies(for: request, upstreamURL: upstreamURL)
-        if !upstream.headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL) { upstream.headers.add("Cookie", value) }
+        if !upstream.headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL, request: request) { upstream.headers.add("Cookie", value) }
         return upstream
     }
 

@@ -10,8 +10,8 @@ import FoundationNetworking
 /// platforms a slow consumer suspends the transfer rather than letting chunks pile up in memory.
 ///
 /// Foundation's limits, which is why servers and Linux use `NIOFetcher` (SatchelNetwork) instead:
-/// response header fields arrive as a dictionary, so repeated fields (two `Set-Cookie`) are folded into one
-/// line; the body is handed over decoded, so `Content-Length` cannot be passed on; FoundationNetworking adds
+/// response header fields arrive as a dictionary, so repeated fields are folded into one line (`Set-Cookie` is split
+/// back by ``CookieRules/splitFolded(_:)``); the body is handed over decoded, so `Content-Length` cannot be passed on; FoundationNetworking adds
 /// request headers of its own; and on Linux a transfer cannot be suspended, so nothing holds the upstream back.
 public final class URLSessionFetcher: NetworkFetcher {
     private let session: URLSession
@@ -236,6 +236,11 @@ public final class URLSessionFetcher: NetworkFetcher {
                 // origin declared no longer describe it.
                 let lower = name.lowercased()
                 if lower == "content-encoding" || lower == "content-length" || lower == "transfer-encoding" || lower == "connection" || lower == "keep-alive" { continue }
+                // Foundation folded repeated Set-Cookie fields into one line: split them back, one field per cookie.
+                if lower == "set-cookie" {
+                    for cookie in CookieRules.splitFolded(value) { headers.add(name, cookie) }
+                    continue
+                }
                 headers.add(name, value)
             }
             exchange(dataTask)?.receive(head: .init(status: http.statusCode, headers: headers))

@@ -190,4 +190,15 @@ struct CookieRulesTests {
         #expect(CookieRules.header(cookies, for: CookieURL("http://m.shop.com/")!, source: .http, now: now)?.contains("none=7") == false)
         #expect(CookieRules.header([], for: page, source: .http, now: now) == nil)
     }
+
+    @Test("Set-Cookie folded by an HTTP client is split back: a comma starts a cookie only before name=, never inside an Expires date", arguments: [
+        ("a=1; Path=/", ["a=1; Path=/"]),
+        ("a=1; Path=/, b=2; Max-Age=3600", ["a=1; Path=/", "b=2; Max-Age=3600"]),
+        ("id=x; Expires=Wed, 21 Oct 2015 07:28:00 GMT; Path=/, theme=dark", ["id=x; Expires=Wed, 21 Oct 2015 07:28:00 GMT; Path=/", "theme=dark"]),
+        ("v=a,b", ["v=a,b"]),
+        ("", []),
+    ])
+    func splitFolded(value: String, cookies: [String]) {
+        #expect(CookieRules.splitFolded(value) == cookies)
+    }
 }

@@ -91,7 +91,7 @@ struct FallbackTests {
         let origin = try Origin()
         defer { origin.stop() }
         struct Jar: CookieProvider {
-            func cookieHeader(for url: String) async -> String? { url.hasPrefix("https://m.shop.com/") ? "jar=1; theme=dark" : nil }
+            func cookieHeader(for url: String, request: ResourceRequest) async -> String? { url.hasPrefix("https://m.shop.com/") ? "jar=1; theme=dark" : nil }
         }
         try await withTemporaryFolder { folder async throws in
             let base = try loader(folder, origin: origin)

@@ -33,6 +33,7 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
     func didReceive(_ head: ResponseHead) {
         record("response") {
             defer { responded = true }
+            received = head
             return responded ? "second response" : ended ? "response after the end" : nil
         }
     }
@@ -40,6 +41,7 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
     func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
         record("data") {
             bytes += data.count
+            body += data
             return !responded ? "data before the response" : ended ? "data after the end" : nil
         }
         ready()
@@ -63,11 +65,27 @@ final class RecordingTask: SchemeTask, @unchecked Sendable {
     func markStopped() { lock.withLock { stopped = true } }
 
     var snapshot: (calls: [String], violations: [String], bytes: Int) { lock.withLock { (calls, violations, bytes) } }
+    private var received: ResponseHead?
+    private var body: [UInt8] = []
+    /// The response head and the body's bytes so far.
+    var response: (head: ResponseHead?, body: String) { lock.withLock { (received, String(decoding: body, as: UTF8.self)) } }
+
+    /// Waits (up to 5 s) for the finish or the failure.
+    func ended() async -> Bool {
+        for _ in 0..<500 {
+            if lock.withLock({ ended }) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
 }
 
 @Suite("The scheme task driver keeps WebKit's contract")
 struct SchemeTaskDriverTests {
-    func driver(_ folder: String, queue: DispatchQueue, fetcher: (any NetworkFetcher)? = nil, allowed: [HostPattern] = []) throws -> SchemeTaskDriver {
+    func driver(
+        _ folder: String, queue: DispatchQueue, fetcher: (any NetworkFetcher)? = nil, allowed: [HostPattern] = [], overrides: [String: String] = [:],
+        cookies: AppCookieJar? = nil
+    ) throws -> SchemeTaskDriver {
         let files: [String: [UInt8]] = [
             "index.html": Array("<h1>hi</h1>".utf8),
             "small.js": (0..<(48 << 10)).map { UInt8(truncatingIfNeeded: $0) },
@@ -91,9 +109,9 @@ struct SchemeTaskDriverTests {
             func pin(_ packages: [ServedPackage]) throws -> any Sendable { 0 }
         }
         let engine = try ResourceEngine(source: Source(package: ServedPackage(manifest: manifest, folder: root)))
-        let policy = NetworkPolicy(allowedHosts: allowed)
+        let policy = NetworkPolicy(allowedHosts: allowed, upstreamOverrides: overrides, cookies: cookies)
         let loader = fetcher.map { ResourceLoader(engine: engine, fetcher: $0, policy: policy) } ?? ResourceLoader(engine: engine, fetcher: URLSessionFetcher(), policy: policy)
-        return SchemeTaskDriver(loader: loader, queue: queue, chunkSize: 16 << 10)
+        return SchemeTaskDriver(loader: loader, queue: queue, chunkSize: 16 << 10, cookies: cookies)
     }
 
     func makeQueue() -> DispatchQueue {

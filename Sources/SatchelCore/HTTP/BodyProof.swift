@@ -56,17 +56,17 @@ public struct BodyProof: Sendable, Equatable {
     }
 
     /// The proof text the hook would make (the hook does this in JavaScript; native code and tests here).
-    public static func make(secret: BodyProofSecret, channel: BodyChannel, binding: String, time: Int64, nonce: String) -> String {
+    public static func make(secret: BodyProofSecret, channel: ProofChannel, binding: String, time: Int64, nonce: String) -> String {
         "\(time).\(nonce).\(Base64URL.encode(authenticationCode(secret: secret, channel: channel, binding: binding, time: time, nonce: nonce)))"
     }
 
-    static func authenticationCode(secret: BodyProofSecret, channel: BodyChannel, binding: String, time: Int64, nonce: String) -> [UInt8] {
+    static func authenticationCode(secret: BodyProofSecret, channel: ProofChannel, binding: String, time: Int64, nonce: String) -> [UInt8] {
         let message = Array("\(version)\n\(channel.rawValue)\n\(time)\n\(nonce)\n\(binding)".utf8)
         return Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: secret.key)))
     }
 
     /// Whether the code is right for `binding` under `secret`, compared in constant time.
-    func isValid(secret: BodyProofSecret, channel: BodyChannel, binding: String) -> Bool {
+    func isValid(secret: BodyProofSecret, channel: ProofChannel, binding: String) -> Bool {
         let message = Array("\(Self.version)\n\(channel.rawValue)\n\(time)\n\(nonce)\n\(binding)".utf8)
         return HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: message, using: SymmetricKey(data: secret.key))
     }
@@ -90,18 +90,43 @@ public struct BodyProofCheck: Sendable {
         self.claimNonce = claimNonce
     }
 
-    /// Checks `token` for a body of `channel` carrying `binding`; throws ``BodyRestorationError/unproven(channel:reason:)``.
-    public func verify(_ token: Substring?, channel: BodyChannel, binding: String) throws(BodyRestorationError) {
-        guard let token else { throw .unproven(channel: channel, reason: "no proof of origin (the hook's token is missing)") }
-        guard let proof = BodyProof(parsing: token) else { throw .unproven(channel: channel, reason: "the proof of origin is malformed") }
+    /// Checks `token` for a message of `channel` carrying `binding`.
+    public func verify(_ token: Substring?, channel: ProofChannel, binding: String) throws(ProofFailure) {
+        guard let token else { throw ProofFailure("no proof of origin (the hook's token is missing)") }
+        guard let proof = BodyProof(parsing: token) else { throw ProofFailure("the proof of origin is malformed") }
         guard proof.isValid(secret: secret, channel: channel, binding: binding) else {
-            throw .unproven(channel: channel, reason: "the proof of origin does not match (another launch's secret, or not made for this body)")
+            throw ProofFailure("the proof of origin does not match (another launch's secret, or not made for this \(channel.subject))")
         }
         let age = now() - proof.time
         let limit = maxAge.components.seconds * 1000
-        guard age <= limit, age >= -limit else { throw .unproven(channel: channel, reason: "the proof of origin is stale (\(age / 1000) s old)") }
-        guard claimNonce(proof.nonce) else { throw .unproven(channel: channel, reason: "the proof of origin was used before (a replay)") }
+        guard age <= limit, age >= -limit else { throw ProofFailure("the proof of origin is stale (\(age / 1000) s old)") }
+        guard claimNonce(proof.nonce) else { throw ProofFailure("the proof of origin was used before (a replay)") }
     }
+}
+
+/// What a proof vouches for: a body moved through one of the hook's channels, a page's `document.cookie` read or
+/// write, a bridge message. The name is part of the proven message, so a proof made for one cannot serve another.
+public enum ProofChannel: String, Sendable, Equatable {
+    case header
+    case formQuery = "form-query"
+    case bodyStore = "body-store"
+    case cookie
+    case bridge
+
+    var subject: String {
+        switch self {
+        case .header, .formQuery, .bodyStore: "this body"
+        case .cookie: "this cookie"
+        case .bridge: "this message"
+        }
+    }
+}
+
+/// Why a proof of origin was refused.
+public struct ProofFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
 }
 
 /// base64url without padding (RFC 4648 §5), as the hook writes it.

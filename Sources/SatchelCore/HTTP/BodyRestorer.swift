@@ -154,7 +154,7 @@ public struct BodyRestorer: Sendable {
             guard value.utf8.count <= channels.maxHeaderValueBytes else {
                 throw .tooLarge(channel: .header, bytes: value.utf8.count, limit: channels.maxHeaderValueBytes)
             }
-            try proof?.verify(proofFromHeader, channel: .header, binding: value)
+            try Self.verify(proof, proofFromHeader, channel: .header, binding: value)
             let encoding = request.headers[channels.encodingHeader]?.lowercased() ?? "uri"
             switch encoding {
             case "base64":
@@ -169,7 +169,7 @@ public struct BodyRestorer: Sendable {
             if let originalType { result.headers.set("Content-Type", originalType) }
         case .formQuery:
             guard formValues.count == 1 else { throw .malformedEncoding(channel: .formQuery, reason: "\(channels.queryParameter) appears \(formValues.count) times") }
-            try proof?.verify(proofFromQuery, channel: .formQuery, binding: String(formValues[0]))
+            try Self.verify(proof, proofFromQuery, channel: .formQuery, binding: String(formValues[0]))
             result.body = try Self.percentDecode(formValues[0], channel: .formQuery, requireUTF8: true)
             query.remove(channels.queryParameter)
             result.url = Self.replacingQuery(of: request.url, with: query)
@@ -181,7 +181,7 @@ public struct BodyRestorer: Sendable {
                 throw .malformedEncoding(channel: .bodyStore, reason: "several body ids")
             }
             // Checked before the body is taken: a forged request must not consume the page's body.
-            try proof?.verify(idFromHeader != nil ? proofFromHeader : proofFromQuery, channel: .bodyStore, binding: id)
+            try Self.verify(proof, idFromHeader != nil ? proofFromHeader : proofFromQuery, channel: .bodyStore, binding: id)
             guard let stored = takeStoredBody(id) else { throw .bodyLost(channel: .bodyStore, id: id) }
             result.body = stored.bytes
             result.method = originalMethod ?? stored.method ?? Self.restoredMethod(request.method)
@@ -216,6 +216,12 @@ public struct BodyRestorer: Sendable {
     }
 
     /// `decodeURIComponent`, strictly: every `%` starts two hex digits, and (for text) the result is UTF-8.
+    /// The body's proof, when proofs are required.
+    private static func verify(_ check: BodyProofCheck?, _ token: Substring?, channel: BodyChannel, binding: String) throws(BodyRestorationError) {
+        guard let check, let proofChannel = ProofChannel(rawValue: channel.rawValue) else { return }
+        do { try check.verify(token, channel: proofChannel, binding: binding) } catch { throw .unproven(channel: channel, reason: error.reason) }
+    }
+
     static func percentDecode(_ text: Substring, channel: BodyChannel, requireUTF8: Bool) throws(BodyRestorationError) -> [UInt8] {
         let bytes: [UInt8]
         do { bytes = try PercentDecoding.decode(text) } catch {

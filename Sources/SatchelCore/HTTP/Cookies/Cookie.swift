@@ -76,6 +76,8 @@ public struct CookieURL: Sendable, Equatable {
 
 /// Why a cookie was not stored: the rule of RFC 6265bis it broke.
 public enum CookieRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Not an absolute URL with a host: no cookie can belong to it.
+    case invalidURL(String)
     case controlCharacter
     case emptyNameAndValue
     /// Name and value together longer than 4,096 bytes.
@@ -99,6 +101,7 @@ public enum CookieRejection: Error, Sendable, Equatable, CustomStringConvertible
 
     public var description: String {
         switch self {
+        case .invalidURL(let url): "\(url) is not an absolute URL with a host"
         case .controlCharacter: "the cookie holds a control character"
         case .emptyNameAndValue: "the cookie has neither name nor value"
         case .tooLong(let bytes): "name and value are \(bytes) bytes, more than 4096"

@@ -164,6 +164,31 @@ public enum CookieRules {
         cookie.expires.map { $0 <= now } ?? false
     }
 
+    /// The site context of `request` (a page's request, as the scheme handler received it) for cookies of `url`:
+    /// `Sec-Fetch-Site` when WebKit sent it; otherwise an `Origin` of another site marks a cross-site request (WebKit
+    /// sends `Origin` with cross-origin fetches and with non-GET requests, never with a GET navigation). Sites are
+    /// compared by ``site(of:)``.
+    public static func siteContext(of request: ResourceRequest, for url: CookieURL) -> SiteContext {
+        let safe = request.method == "GET" || request.method == "HEAD"
+        if let fetchSite = request.headers["Sec-Fetch-Site"]?.lowercased() {
+            guard fetchSite == "cross-site" else { return .sameSite }
+            let navigation = request.headers["Sec-Fetch-Mode"]?.lowercased() == "navigate" && request.headers["Sec-Fetch-Dest"]?.lowercased() == "document"
+            return .crossSite(topLevelSafeNavigation: navigation && safe)
+        }
+        guard let origin = request.headers["Origin"], origin != "null", let originURL = RequestURL(origin) else { return .sameSite }
+        return site(of: originURL.host) == site(of: url.host) ? .sameSite : .crossSite(topLevelSafeNavigation: false)
+    }
+
+    /// The site of `host`, approximated without a public suffix list: its last two labels (`m.shop.com` -> `shop.com`),
+    /// or the host itself for an IP address or a single label. Hosts under a multi-label suffix (`co.uk`) are
+    /// over-grouped: `a.co.uk` and `b.co.uk` count as one site, which only ever makes SameSite more permissive than a
+    /// browser between such hosts.
+    public static func site(of host: String) -> String {
+        let labels = host.lowercased().split(separator: ".")
+        if host.hasPrefix("[") || labels.allSatisfy({ $0.allSatisfy(\.isNumber) }) || labels.count <= 2 { return host.lowercased() }
+        return labels.suffix(2).joined(separator: ".")
+    }
+
     // MARK: Matching (§5.1)
 
     /// §5.1.3: `host` is `domain`, or a name below it (never for an IP address).
@@ -234,6 +259,33 @@ public enum CookieRules {
         let daysInMonth: [Int64] = [31, (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
         guard (1...daysInMonth[Int(month - 1)]).contains(day), year >= 1601, time.0 <= 23, time.1 <= 59, time.2 <= 59 else { return nil }
         return Timestamp.daysFromCivil(year: year, month: month, day: day) * 86_400 + time.0 * 3600 + time.1 * 60 + time.2
+    }
+
+    /// Splits a `Set-Cookie` value that an HTTP client folded from several fields (Foundation joins them with ", "):
+    /// a comma starts a new cookie only when `name=` follows before any `;` or `,` (an `Expires` date's comma is
+    /// followed by a day number, not `name=`).
+    public static func splitFolded(_ value: String) -> [String] {
+        var cookies: [String] = []
+        var current = ""
+        var index = value.startIndex
+        while index < value.endIndex {
+            let character = value[index]
+            if character == "," {
+                let rest = value[value.index(after: index)...].drop { $0 == " " || $0 == "\t" }
+                let token = rest.prefix { $0 != "=" && $0 != ";" && $0 != "," }
+                if !token.isEmpty, token.count < rest.count, rest[rest.index(rest.startIndex, offsetBy: token.count)] == "=", !token.contains(" ") {
+                    cookies.append(trimmed(Substring(current)))
+                    current = ""
+                    index = value.index(after: index)
+                    continue
+                }
+            }
+            current.append(character)
+            index = value.index(after: index)
+        }
+        let last = trimmed(Substring(current))
+        if !last.isEmpty { cookies.append(last) }
+        return cookies.filter { !$0.isEmpty }
     }
 
     private static func trimmed(_ text: Substring) -> String {
