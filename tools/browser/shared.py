@@ -117,6 +117,7 @@ def make_echo_handler(recorder, serve_probe_in_origin_form=False):
                 self.send_response(200)
                 self.send_header("Set-Cookie", "satchel_session=abc123; Path=/")
                 self.send_header("Set-Cookie", "satchel_pref=ocean; Path=/; Max-Age=3600")
+                self.send_header("Set-Cookie", "satchel_secret=s3; Path=/; HttpOnly")
                 self.send_header("Content-Type", "text/plain")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()

@@ -26,7 +26,14 @@ public final class SatchelWebContext: @unchecked Sendable {
     public let session: OpaquePointer
     public let handler: URISchemeHandler
     public let bodies: BodyMessageHandler
-    public let cookies: WebKitCookieJar
+    /// The app's cookie jar: pages (`document.cookie` through the hook), native code and the network fallback share
+    /// it; its store is the session's WebKit cookie manager. Logout: ``AppCookieJar/clear()``.
+    public let cookies: AppCookieJar
+    /// The JS bridge's native half: register handlers for `window.satchel.call` here.
+    public let bridge: AppBridge
+    let bridgeMessages: BridgeMessageHandler?
+    /// The origins the hook (and so the bridge) serves: native code calls into a view only while it shows one.
+    public let appOrigins: [String]
     public let executor: GLibMainContextExecutor
     /// The hook's source, injected at document start into the documents of the app's origins; nil: no hook.
     public let hookScript: String?
@@ -55,23 +62,34 @@ public final class SatchelWebContext: @unchecked Sendable {
         context = satchel_web_context_new(guint(max(0, memoryLimit ?? 0)))!
         session = ephemeral ? webkit_network_session_new_ephemeral() : webkit_network_session_get_default()
         if !ephemeral { g_object_ref(UnsafeMutableRawPointer(session)) }
-        cookies = WebKitCookieJar(manager: webkit_network_session_get_cookie_manager(session), executor: executor)
+        cookies = AppCookieJar(
+            store: WebKitCookieStore(manager: webkit_network_session_get_cookie_manager(session), executor: executor),
+            customSchemes: engine.configuration.customSchemes)
         var policy = policy
         policy.cookies = cookies
         let loader = ResourceLoader(engine: engine, fetcher: fetcher, policy: policy)
-        let driver = SchemeTaskDriver(loader: loader, executor: executor, chunkSize: chunkSize)
-        handler = URISchemeHandler(driver: driver, cookies: cookies)
+        let driver = SchemeTaskDriver(loader: loader, executor: executor, chunkSize: chunkSize, cookies: cookies)
+        handler = URISchemeHandler(driver: driver)
         handler.register(on: context, schemes: engine.configuration.customSchemes)
         bodies = BodyMessageHandler(store: engine.bodyStore, name: hook?.messageHandler ?? "satchelBody")
-        hookAllowList = (hook?.origins ?? []).map { $0 + "/*" }
-        // The hook proves every body it moves with this launch's secret, which the engine made.
-        hookScript = hook.map { hook in
-            var configured = hook
-            if configured.proofSecret == nil { configured.proofSecret = engine.bodyProofSecret }
-            return HookScript.render(configured)
+        let bridge = AppBridge(proofCheck: engine.proofCheck)
+        self.bridge = bridge
+        appOrigins = hook?.origins ?? []
+        hookAllowList = appOrigins.map { $0 + "/*" }
+        // The hook proves every body it moves with this launch's secret, which the engine made; it provides
+        // document.cookie and window.satchel on the app's pages.
+        var configured = hook
+        if configured != nil {
+            if configured!.proofSecret == nil { configured!.proofSecret = engine.bodyProofSecret }
+            if configured!.cookieEndpoint == nil { configured!.cookieEndpoint = PageCookies.path }
+            if configured!.bridgeHandler == nil { configured!.bridgeHandler = "satchelBridge" }
         }
+        hookScript = configured.map(HookScript.render)
+        let executor = self.executor
+        bridgeMessages = configured?.bridgeHandler.map { BridgeMessageHandler(bridge: bridge, name: $0, executor: executor) }
         mediaRelay = try MediaRelay(driver: driver)
         mediaScript = MediaScript.render(relayBaseURL: mediaRelay.baseURL, schemes: engine.configuration.customSchemes)
+        startNotifications()
     }
 
     /// Media from the custom schemes over loopback HTTP (see ``MediaRelay``), on the same driver.
@@ -105,6 +123,7 @@ public final class SatchelWebContext: @unchecked Sendable {
             webkit_user_content_manager_add_script(manager, script)
             webkit_user_script_unref(script)
             bodies.register(on: manager)
+            bridgeMessages?.register(on: manager)
         }
         let view = satchel_web_view_new(context, session, manager)!
         g_object_unref(UnsafeMutableRawPointer(manager))
@@ -115,7 +134,96 @@ public final class SatchelWebContext: @unchecked Sendable {
             guard let data, let object else { return }
             Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue().viewFinalized(object)
         }, Unmanaged.passUnretained(self).toOpaque())
+        // The bridge's visibility event: the view's window shown or hidden.
+        let visibility: @convention(c) (UnsafeMutableRawPointer?, gpointer?) -> Void = { view, data in
+            guard let view, let data else { return }
+            let satchel = Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue()
+            satchel.send(event: "visibility", detail: ["visible": .bool(gtk_widget_get_mapped(view.assumingMemoryBound(to: GtkWidget.self)) != 0)], to: view.assumingMemoryBound(to: WebKitWebView.self))
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = satchel_signal_connect(raw, "map", unsafeBitCast(visibility, to: GCallback.self), me)
+        _ = satchel_signal_connect(raw, "unmap", unsafeBitCast(visibility, to: GCallback.self), me)
         return view
+    }
+
+    // MARK: Native code and pages
+
+    /// Sends event `name` to the page in `view` (its `window.satchel.on(name, …)` listeners), if it shows one of the
+    /// app's origins. Main context thread.
+    public func send(event name: String, detail: BridgeValue, to view: UnsafeMutablePointer<WebKitWebView>) {
+        guard AppBridge.mayCall(url: webkit_web_view_get_uri(view).map { String(cString: $0) }, origins: appOrigins) else { return }
+        webkit_web_view_evaluate_javascript(view, AppBridge.eventScript(name: name, detail: detail), -1, nil, nil, nil, nil, nil)
+    }
+
+    /// Sends event `name` to every view made here. Main context thread.
+    public func broadcast(event name: String, detail: BridgeValue) {
+        for view in recoveries.keys { send(event: name, detail: detail, to: view.assumingMemoryBound(to: WebKitWebView.self)) }
+    }
+
+    /// Calls the page's handler `name` (`window.satchel.handle(name, fn)`) in `view` and returns its result; throws
+    /// ``BridgeError`` when the view does not show one of the app's origins, the page has no such handler, or it threw.
+    /// Callable from anywhere: the call is made on the main context's thread.
+    public func callPage(_ view: UnsafeMutablePointer<WebKitWebView>, name: String, params: BridgeValue = .null) async throws -> BridgeValue {
+        let target = ViewReference(view)
+        let text: String = try await withCheckedThrowingContinuation { continuation in
+            executor.execute { [appOrigins] in
+                let view = target.view
+                guard AppBridge.mayCall(url: webkit_web_view_get_uri(view).map { String(cString: $0) }, origins: appOrigins) else {
+                    return continuation.resume(throwing: BridgeError("satchel: the view does not show one of the app's pages"))
+                }
+                let call = PageCall(continuation)
+                webkit_web_view_call_async_javascript_function(view, AppBridge.invocationScript(name: name, params: params), -1, nil, nil, nil, nil, { source, result, data in
+                    let call = Unmanaged<PageCall>.fromOpaque(data!).takeRetainedValue()
+                    var error: UnsafeMutablePointer<GError>?
+                    let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
+                    if let error {
+                        call.continuation.resume(throwing: BridgeError(String(cString: error.pointee.message)))
+                        g_error_free(error)
+                    } else if let value, let text = jsc_value_to_string(value) {
+                        call.continuation.resume(returning: String(cString: text))
+                        g_free(text)
+                    } else {
+                        call.continuation.resume(returning: "null")
+                    }
+                    if let value { g_object_unref(UnsafeMutableRawPointer(value)) }
+                }, Unmanaged.passRetained(call).toOpaque())
+            }
+        }
+        return try BridgeValue(json: text)
+    }
+
+    /// A view handed across threads; used on the main context's thread only.
+    private struct ViewReference: @unchecked Sendable {
+        let view: UnsafeMutablePointer<WebKitWebView>
+        init(_ view: UnsafeMutablePointer<WebKitWebView>) { self.view = view }
+    }
+
+    private final class PageCall {
+        let continuation: CheckedContinuation<String, any Error>
+        init(_ continuation: CheckedContinuation<String, any Error>) { self.continuation = continuation }
+    }
+
+    /// The jar changed: every page showing an app origin reads its cookies again on its next `document.cookie`.
+    private func cookiesChanged() {
+        for view in recoveries.keys {
+            let view = view.assumingMemoryBound(to: WebKitWebView.self)
+            guard AppBridge.mayCall(url: webkit_web_view_get_uri(view).map { String(cString: $0) }, origins: appOrigins) else { continue }
+            webkit_web_view_evaluate_javascript(
+                view, "window.__satchelHook && window.__satchelHook.cookiesChanged && window.__satchelHook.cookiesChanged();", -1, nil, nil, nil, nil, nil)
+        }
+    }
+
+    /// Starts telling pages about cookie changes and the network (called once the context is complete).
+    private func startNotifications() {
+        final class Weak: @unchecked Sendable { weak var context: SatchelWebContext? }
+        let weak = Weak()
+        weak.context = self
+        cookies.observe { [executor] _ in executor.execute { weak.context?.cookiesChanged() } }
+        let monitor = g_network_monitor_get_default()
+        let changed: @convention(c) (UnsafeMutableRawPointer?, gboolean, gpointer?) -> Void = { _, available, data in
+            Unmanaged<SatchelWebContext>.fromOpaque(data!).takeUnretainedValue().broadcast(event: "network", detail: ["online": .bool(available != 0)])
+        }
+        _ = satchel_signal_connect(UnsafeMutableRawPointer(monitor), "network-changed", unsafeBitCast(changed, to: GCallback.self), Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// A view is gone: its guard and its task group go with it.

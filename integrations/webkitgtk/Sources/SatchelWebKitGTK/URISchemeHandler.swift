@@ -16,18 +16,11 @@ import SatchelWebKit
 /// iOS), and a request whose method may carry a body but that no channel claims is refused with 400 and an
 /// `X-Satchel-Error` naming the reason: never read, never forwarded empty.
 public final class URISchemeHandler: @unchecked Sendable {
+    /// The driver, and through it the app's cookie jar (`Set-Cookie` from the network, `document.cookie`).
     public let driver: SchemeTaskDriver
-    /// Where `Set-Cookie` from the network goes, and where upstream cookies come from (also the policy's
-    /// ``CookieProvider``).
-    public let cookies: WebKitCookieJar?
-    /// Responses whose `Set-Cookie` headers are kept for ``cookies`` are those of the network; this is the scheme
-    /// they were fetched with for a custom-scheme request (the engine's upstream scheme).
-    let upstreamScheme: String
 
-    public init(driver: SchemeTaskDriver, cookies: WebKitCookieJar? = nil) {
+    public init(driver: SchemeTaskDriver) {
         self.driver = driver
-        self.cookies = cookies
-        self.upstreamScheme = driver.loader.engine.configuration.upstreamScheme
     }
 
     /// Registers `schemes` on `context`, each marked secure (a secure context, so no mixed-content blocking of its

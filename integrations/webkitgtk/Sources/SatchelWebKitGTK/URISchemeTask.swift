@@ -69,12 +69,8 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
         self.body = body
         let stream = body.makeStream(lowWater: Self.lowWater)
         satchel_stream_pace_with_web_view(stream, webkit_uri_scheme_request_get_web_view(schemeRequest), gsize(Self.pacingWindow), gsize(Self.pacingInterval))
-        var headers = head.headers
-        let setCookies = headers.values("Set-Cookie")
-        if !setCookies.isEmpty {
-            headers.remove("Set-Cookie")
-            handler.cookies?.store(setCookies, from: upstreamURL)
-        }
+        // The driver took Set-Cookie out and into the app's jar: WebKit ignores it on a scheme handler's response.
+        let headers = head.headers
         let response = webkit_uri_scheme_response_new(stream, gint64(head.bodyLength ?? -1))
         webkit_uri_scheme_response_set_status(response, guint(head.status), nil)
         if let type = headers["Content-Type"] { webkit_uri_scheme_response_set_content_type(response, type) }
@@ -113,13 +109,6 @@ final class URISchemeTask: SchemeTask, @unchecked Sendable {
         didReceive(ResponseHead(status: response.status, headers: response.headers, bodyLength: Int64(bytes.count)))
         didReceive(bytes) {}
         didFinish()
-    }
-
-    /// The URL the network fallback fetched: the custom scheme replaced by the upstream one.
-    private var upstreamURL: String {
-        guard let colon = request.url.firstIndex(of: ":") else { return request.url }
-        let scheme = request.url[..<colon].lowercased()
-        return handler.driver.loader.engine.configuration.customSchemes.contains(scheme) ? handler.upstreamScheme + request.url[colon...] : request.url
     }
 }
 

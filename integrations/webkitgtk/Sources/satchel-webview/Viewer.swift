@@ -49,6 +49,8 @@ struct SatchelWebview: ParsableCommand {
     var recoveries = 0
     @Option(help: "Terminate the web process with WebKit's API this many seconds after the script finished (a recovery follows).")
     var terminateAfter: Double?
+    @Option(name: .customLong("cookie"), help: "A cookie NAME=VALUE for the opened URL's host, path /, set in the app's jar before the page loads (repeatable).")
+    var cookies: [String] = []
     @Option(help: "Append one JSON line per event here as it happens (loaded, ready: the script finished, recovered), for a driver that acts between them.", completion: .file())
     var events: String?
 
@@ -61,6 +63,9 @@ struct SatchelWebview: ParsableCommand {
         guard terminationWindow > 0, unresponsiveTimeout > 0 else { throw ValidationError("--termination-window and --unresponsive-timeout must be positive") }
         guard recoveries >= 0 else { throw ValidationError("--recoveries cannot be negative") }
         if let terminateAfter, terminateAfter < 0 { throw ValidationError("--terminate-after cannot be negative") }
+        for cookie in cookies where !cookie.contains("=") || cookie.hasPrefix("=") {
+            throw ValidationError("--cookie \(cookie): expected NAME=VALUE")
+        }
     }
 
     var parsedSize: (Int32, Int32)? {
@@ -94,6 +99,7 @@ struct SatchelWebview: ParsableCommand {
         let satchel = try SatchelWebContext(
             engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins), memoryLimit: memoryLimit,
             recovery: recovery)
+        try Self.setCookies(cookies, for: target, in: satchel)
         let view = warm ? try Self.warmView(satchel, timeout: timeout) : satchel.makeWebView()
         let session = ViewerSession(
             satchel: satchel, view: view, target: target, script: try script.map { try String(contentsOfFile: $0, encoding: .utf8) },
@@ -103,6 +109,24 @@ struct SatchelWebview: ParsableCommand {
         session.start(timeout: timeout)
         let loop = g_main_loop_new(nil, 0)
         g_main_loop_run(loop)
+    }
+
+    /// `--cookie`: each NAME=VALUE in the jar for the target's host, path /, before anything loads.
+    static func setCookies(_ cookies: [String], for target: String, in satchel: SatchelWebContext) throws {
+        var refused: [String] = []
+        for cookie in cookies {
+            let outcome = LockedBox<Result<Cookie, CookieRejection>?>(nil)
+            ViewerSession.waitOnMainContext(seconds: 5) {
+                let result = await satchel.cookies.set(cookie + "; Path=/", for: target)
+                outcome.withLock { $0 = result }
+            }
+            switch outcome.withLock({ $0 }) {
+            case .success: continue
+            case .failure(let why): refused.append("--cookie \(cookie): \(why)")
+            case nil: refused.append("--cookie \(cookie): the cookie store did not answer")
+            }
+        }
+        if !refused.isEmpty { throw ViewerFailure(refused.joined(separator: "; ")) }
     }
 
     /// A view from a pool of one, once its web process runs (before the page's clock starts).

@@ -1,6 +1,7 @@
 import CSatchelGLib
 import CWebKitGTK
 import Foundation
+import SatchelCore
 import SatchelWebKit
 import SatchelWebKitGTK
 
@@ -89,6 +90,7 @@ final class ViewerSession: @unchecked Sendable {
         }
         _ = satchel_signal_connect(UnsafeMutableRawPointer(window), "close-request", unsafeBitCast(closeRequest, to: GCallback.self), me)
         satchel.recoveryHandler = { [unowned self] report in self.recovered(report) }
+        registerBridgeHandlers()
         g_timeout_add_full(G_PRIORITY_DEFAULT, guint(timeout * 1000), { data in
             let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
             if session.exitsWhenDone {
@@ -166,6 +168,37 @@ final class ViewerSession: @unchecked Sendable {
             session.scriptFinished()
             session.takeScreenshot()
         }, me)
+    }
+
+    /// The viewer's bridge handlers, for trying the bridge from a page (and for tools/webkit-test): `echo` answers
+    /// with its params; `fail` rejects with `params.message`; `emit` sends `params.count` events called
+    /// `params.name` with `{seq}` 0, 1, …; `callPage` calls the page's handler `params.name` with `params.params`
+    /// and answers with its result; `logout` clears the cookie jar.
+    private func registerBridgeHandlers() {
+        let satchel = self.satchel
+        let view = ViewPointer(webView)
+        satchel.bridge.register("echo") { params in params }
+        satchel.bridge.register("fail") { params in throw BridgeError(params["message"]?.string ?? "failed") }
+        satchel.bridge.register("emit") { params in
+            let name = params["name"]?.string ?? "tick"
+            let count = Int(params["count"]?.number ?? 1)
+            satchel.executor.execute {
+                for seq in 0..<count { satchel.send(event: name, detail: ["seq": .number(Double(seq))], to: view.pointer) }
+            }
+            return .number(Double(count))
+        }
+        satchel.bridge.register("callPage") { params in
+            try await satchel.callPage(view.pointer, name: params["name"]?.string ?? "", params: params["params"] ?? .null)
+        }
+        satchel.bridge.register("logout") { _ in
+            await satchel.cookies.clear()
+            return true
+        }
+    }
+
+    private struct ViewPointer: @unchecked Sendable {
+        let pointer: UnsafeMutablePointer<WebKitWebView>
+        init(_ pointer: UnsafeMutablePointer<WebKitWebView>) { self.pointer = pointer }
     }
 
     /// The page's requests are under way (the script's own business): a driver may act now; `--terminate-after` does.
@@ -293,6 +326,7 @@ final class ViewerSession: @unchecked Sendable {
         report["requestedURL"] = target
         if report["result"] == nil { report["result"] = NSNull() }
         if report["screenshot"] == nil { report["screenshot"] = NSNull() }
+        report["cookies"] = nativeCookies()
         report["error"] = errors.isEmpty ? NSNull() : errors.joined(separator: "; ")
         if awaitedRecoveries > 0 { report["recoveries"] = recoveries }
         // The tasks still active name their phase and URL: a page whose loads never end says which.
@@ -313,9 +347,29 @@ final class ViewerSession: @unchecked Sendable {
         exit(errors.isEmpty ? 0 : 1)
     }
 
+    /// The jar's cookies, read natively (after the script): what native code sees of the page's cookies.
+    private func nativeCookies() -> [[String: Any]] {
+        let cookies = LockedBox<[Cookie]>([])
+        let jar = satchel.cookies
+        let answered = Self.waitOnMainContext(seconds: 5) {
+            let all = await jar.cookies()
+            cookies.withLock { $0 = all }
+        }
+        if !answered {
+            errors.append("the cookie jar did not answer within 5 s")
+        }
+        return cookies.withLock { $0 }.sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }.map { cookie in
+            [
+                "name": cookie.name, "value": cookie.value, "domain": cookie.domain, "path": cookie.path, "httpOnly": cookie.httpOnly,
+                "secure": cookie.secure, "sameSite": cookie.sameSite.rawValue, "expires": cookie.expires.map { $0 as Any } ?? NSNull(),
+            ]
+        }
+    }
+
     /// Runs `work` in a task and iterates the main context until it is done or `seconds` passed: work that needs the
     /// main context meanwhile (the driver delivering to WebKit) keeps running.
-    static func waitOnMainContext(seconds: Double, _ work: @escaping @Sendable () async -> Void) {
+    @discardableResult
+    static func waitOnMainContext(seconds: Double, _ work: @escaping @Sendable () async -> Void) -> Bool {
         let done = DoneFlag()
         Task {
             await work()
@@ -324,6 +378,7 @@ final class ViewerSession: @unchecked Sendable {
         }
         let deadline = Date().addingTimeInterval(seconds)
         while !done.isSet, Date() < deadline { g_main_context_iteration(nil, 1) }
+        return done.isSet
     }
 
     private final class DoneFlag: @unchecked Sendable {
@@ -341,4 +396,12 @@ final class ViewerSession: @unchecked Sendable {
             self.path = path
         }
     }
+}
+
+/// A value shared with a task the main context waits for.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
 }
