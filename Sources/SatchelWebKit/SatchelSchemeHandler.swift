@@ -30,11 +30,13 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
         driver.stop(ObjectIdentifier(urlSchemeTask))
     }
 
-    /// Wraps a `WKURLSchemeTask`; the driver calls it on the main queue only (the driver's default executor).
+    /// Wraps a `WKURLSchemeTask`. WebKit's task is main-actor isolated; the driver calls the adapter on its executor,
+    /// which here is the main queue, so each call asserts that isolation (`MainActor.assumeIsolated` traps if not).
     final class TaskAdapter: SchemeTask, @unchecked Sendable {
         let task: any WKURLSchemeTask
         let request: ResourceRequest
 
+        @MainActor
         init(_ task: any WKURLSchemeTask) {
             self.task = task
             var headers = HTTPHeaders()
@@ -45,20 +47,24 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
         }
 
         func didReceive(_ head: ResponseHead) {
-            var fields: [String: String] = [:]
-            for field in head.headers { fields[field.name] = fields[field.name].map { $0 + ", " + field.value } ?? field.value }
-            let url = task.request.url ?? URL(string: "about:blank")!
-            let response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: fields)!
-            task.didReceive(response)
+            MainActor.assumeIsolated {
+                // HTTPURLResponse holds one value per name: repeated fields are joined with ", " (the driver has
+                // already taken Set-Cookie out, into the app's cookie jar).
+                var fields: [String: String] = [:]
+                for field in head.headers { fields[field.name] = fields[field.name].map { $0 + ", " + field.value } ?? field.value }
+                let url = task.request.url ?? URL(string: "about:blank")!
+                let response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: fields)!
+                task.didReceive(response)
+            }
         }
 
         // WebKit copies the bytes at once: ready for the next chunk straight away.
         func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
-            task.didReceive(Data(data))
+            MainActor.assumeIsolated { task.didReceive(Data(data)) }
             ready()
         }
-        func didFinish() { task.didFinish() }
-        func didFail(_ error: any Error) { task.didFailWithError(error) }
+        func didFinish() { MainActor.assumeIsolated { task.didFinish() } }
+        func didFail(_ error: any Error) { MainActor.assumeIsolated { task.didFailWithError(error) } }
     }
 }
 

@@ -1,0 +1,152 @@
+#if canImport(WebKit)
+import Foundation
+import SatchelCore
+import SatchelEngine
+import SatchelHTTP
+import WebKit
+
+/// Satchel in an app on Apple platforms, the counterpart of the WebKitGTK adapter's `SatchelWebContext`: one website
+/// data store and process pool for every view, custom schemes the engine answers, the app's cookie jar on the data
+/// store's `WKHTTPCookieStore`, the hook (bodies, `document.cookie`, `window.satchel`) in the app's pages, the bridge,
+/// and white-screen recovery. The logic is the shared, Linux-tested types; this class only wires WebKit to them.
+///
+/// ```swift
+/// let satchel = SatchelWebViews(engine: engine, policy: policy, fetcher: URLSessionFetcher(),
+///                               hook: HookScript.Configuration(origins: ["satchel://m.shop.com"]))
+/// satchel.bridge.register("login") { params in … }
+/// let webView = satchel.makeWebView()            // or from a WarmWebViewPool(make: satchel.makeWebView)
+/// webView.navigationDelegate = myDelegate       // forwarding to satchel.recovery (see WebContentRecovery)
+/// webView.load(URLRequest(url: URL(string: "satchel://m.shop.com/")!))
+/// ```
+@MainActor
+public final class SatchelWebViews {
+    public let engine: ResourceEngine
+    public let driver: SchemeTaskDriver
+    public let schemeHandler: SatchelSchemeHandler
+    public let cookies: AppCookieJar
+    public let bridge: AppBridge
+    public let recovery: WebContentRecovery
+    public let dataStore: WKWebsiteDataStore
+    public let processPool: WKProcessPool
+    /// The hook's source (nil: no hook, and every request that may carry a body is refused by the engine).
+    public let hookScript: String?
+    /// The origins the hook serves: native code calls into a view only while it shows one.
+    public let appOrigins: [String]
+    private let bodies: SatchelBodyMessageHandler
+    private let bridgeMessages: SatchelBridgeMessageHandler
+    private var views: [WeakView] = []
+
+    private final class WeakView {
+        weak var view: WKWebView?
+        init(_ view: WKWebView) { self.view = view }
+    }
+
+    /// - Parameters:
+    ///   - fetcher: how misses reach the network (`URLSessionFetcher` on Apple platforms).
+    ///   - ephemeral: a data store that keeps nothing on disk (cookies included).
+    ///   - terminate: what to do with a view whose page stopped answering (Apple's WebKit cannot terminate a web
+    ///     process); nil turns the heartbeat off (see ``WebContentRecovery``).
+    public init(
+        engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher, hook: HookScript.Configuration?, ephemeral: Bool = false,
+        recovery configuration: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), terminate: ((WKWebView) -> Void)? = nil
+    ) {
+        self.engine = engine
+        dataStore = ephemeral ? WKWebsiteDataStore.nonPersistent() : WKWebsiteDataStore.default()
+        processPool = WKProcessPool()
+        cookies = AppCookieJar(store: WKCookieStoreAdapter(store: dataStore.httpCookieStore), customSchemes: engine.configuration.customSchemes)
+        var policy = policy
+        policy.cookies = cookies
+        driver = SchemeTaskDriver(loader: ResourceLoader(engine: engine, fetcher: fetcher, policy: policy), queue: .main, cookies: cookies)
+        schemeHandler = SatchelSchemeHandler(driver: driver)
+        bodies = SatchelBodyMessageHandler(store: engine.bodyStore)
+        bridge = AppBridge(proofCheck: engine.proofCheck)
+        bridgeMessages = SatchelBridgeMessageHandler(bridge: bridge)
+        recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
+        appOrigins = hook?.origins ?? []
+        hookScript = hook.map { hook in
+            var configured = hook
+            if configured.proofSecret == nil { configured.proofSecret = engine.bodyProofSecret }
+            if configured.cookieEndpoint == nil { configured.cookieEndpoint = PageCookies.path }
+            if configured.bridgeHandler == nil { configured.bridgeHandler = SatchelBridgeMessageHandler.name }
+            return HookScript.render(configured)
+        }
+        let jarChanged: @Sendable (AppCookieJar.Change) -> Void = { [weak self] _ in
+            Task { @MainActor in self?.cookiesChanged() }
+        }
+        cookies.observe(jarChanged)
+    }
+
+    /// A new view on the shared data store and process pool, guarded by ``recovery``.
+    public func makeWebView() -> WKWebView {
+        let configuration = WKWebViewConfiguration()
+        configuration.processPool = processPool
+        configuration.websiteDataStore = dataStore
+        for scheme in engine.configuration.customSchemes.sorted() { configuration.setURLSchemeHandler(schemeHandler, forURLScheme: scheme) }
+        let content = WKUserContentController()
+        if let hookScript {
+            // Every frame: the app's own frames need it; on any other origin the hook returns before it does anything.
+            content.addUserScript(WKUserScript(source: hookScript, injectionTime: .atDocumentStart, forMainFrameOnly: false))
+            content.addScriptMessageHandler(bodies, contentWorld: .page, name: "satchelBody")
+            content.addScriptMessageHandler(bridgeMessages, contentWorld: .page, name: SatchelBridgeMessageHandler.name)
+        }
+        configuration.userContentController = content
+        let webView = WKWebView(frame: .zero, configuration: configuration)
+        recovery.attach(webView)
+        views = views.filter { $0.view != nil } + [WeakView(webView)]
+        return webView
+    }
+
+    /// Sends event `name` to the page in `webView` (`window.satchel.on`), if it shows one of the app's origins.
+    public func send(event name: String, detail: BridgeValue, to webView: WKWebView) {
+        guard AppBridge.mayCall(url: webView.url?.absoluteString, origins: appOrigins) else { return }
+        webView.evaluateJavaScript(AppBridge.eventScript(name: name, detail: detail), completionHandler: nil)
+    }
+
+    /// Sends event `name` to every view made here (for example `visibility` from the scene's lifecycle, `network`
+    /// from `NWPathMonitor`).
+    public func broadcast(event name: String, detail: BridgeValue) {
+        for view in views.compactMap(\.view) { send(event: name, detail: detail, to: view) }
+    }
+
+    /// Calls the page's handler `name` (`window.satchel.handle`) in `webView` and returns its result.
+    public func callPage(_ webView: WKWebView, name: String, params: BridgeValue = .null) async throws -> BridgeValue {
+        guard AppBridge.mayCall(url: webView.url?.absoluteString, origins: appOrigins) else {
+            throw BridgeError("satchel: the view does not show one of the app's pages")
+        }
+        let result = try await webView.callAsyncJavaScript(AppBridge.invocationScript(name: name, params: params), arguments: [:], in: nil, contentWorld: .page)
+        guard let text = result as? String else { return .null }
+        return try BridgeValue(json: text)
+    }
+
+    private func cookiesChanged() {
+        for view in views.compactMap(\.view) where AppBridge.mayCall(url: view.url?.absoluteString, origins: appOrigins) {
+            view.evaluateJavaScript(
+                "window.__satchelHook && window.__satchelHook.cookiesChanged && window.__satchelHook.cookiesChanged();", completionHandler: nil)
+        }
+    }
+}
+
+/// The bridge's script message handler: `window.satchel.call` in the page, ``AppBridge`` natively; the reply (JSON
+/// text) resolves the page's promise whenever the app's handler is done.
+@MainActor
+public final class SatchelBridgeMessageHandler: NSObject, WKScriptMessageHandlerWithReply {
+    public static let name = "satchelBridge"
+    public let bridge: AppBridge
+
+    public init(bridge: AppBridge) {
+        self.bridge = bridge
+    }
+
+    public func userContentController(
+        _ userContentController: WKUserContentController, didReceive message: WKScriptMessage,
+        replyHandler: @escaping @MainActor (Any?, String?) -> Void
+    ) {
+        let object = message.body as? [String: Any]
+        let (id, name, params, token) = (object?["id"] as? String, object?["name"] as? String, object?["params"] as? String, object?["token"] as? String)
+        let bridge = self.bridge
+        Task { @MainActor in
+            replyHandler(await bridge.receive(id: id, name: name, params: params, token: token), nil)
+        }
+    }
+}
+#endif

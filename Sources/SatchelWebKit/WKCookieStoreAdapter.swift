@@ -1,0 +1,79 @@
+#if canImport(WebKit)
+import Foundation
+import SatchelCore
+import WebKit
+
+/// `WKHTTPCookieStore` (a `WKWebsiteDataStore`'s) as the ``CookieStore`` of the app's ``AppCookieJar``: the cookies
+/// the web view's own http(s) loads see are the jar's. Every call is made on the main actor, where WebKit wants it.
+///
+/// `HTTPCookie` keeps no creation time: cookies read back have `created` 0. A cookie without `SameSite` is stored
+/// without a policy and read back as `Lax`, which is how it is enforced anyway.
+public final class WKCookieStoreAdapter: CookieStore, @unchecked Sendable {
+    public let store: WKHTTPCookieStore
+
+    public init(store: WKHTTPCookieStore) {
+        self.store = store
+    }
+
+    public func allCookies() async -> [Cookie] {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[Cookie], Never>) in
+            Task { @MainActor [store] in
+                store.getAllCookies { cookies in continuation.resume(returning: cookies.map(Self.cookie(from:))) }
+            }
+        }
+    }
+
+    public func setCookie(_ cookie: Cookie) async {
+        guard let converted = Self.httpCookie(cookie) else { return }
+        if let expires = cookie.expires, expires <= Date().timeIntervalSince1970 { return await deleteCookie(cookie) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Task { @MainActor [store] in
+                store.setCookie(converted) { continuation.resume() }
+            }
+        }
+    }
+
+    public func deleteCookie(_ cookie: Cookie) async {
+        guard let converted = Self.httpCookie(cookie) else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Task { @MainActor [store] in
+                store.delete(converted) { continuation.resume() }
+            }
+        }
+    }
+
+    public func deleteAllCookies() async {
+        for cookie in await allCookies() { await deleteCookie(cookie) }
+    }
+
+    static func cookie(from cookie: HTTPCookie) -> Cookie {
+        let sameSite: Cookie.SameSite =
+            switch cookie.sameSitePolicy {
+            case HTTPCookieStringPolicy.sameSiteStrict: .strict
+            case HTTPCookieStringPolicy.sameSiteLax: .lax
+            default: .lax
+            }
+        return Cookie(
+            name: cookie.name, value: cookie.value, domain: cookie.domain.hasPrefix(".") ? String(cookie.domain.dropFirst()) : cookie.domain,
+            hostOnly: !cookie.domain.hasPrefix("."), path: cookie.path, expires: cookie.expiresDate?.timeIntervalSince1970, secure: cookie.isSecure,
+            httpOnly: cookie.isHTTPOnly, sameSite: sameSite)
+    }
+
+    /// Foundation has no SameSite=None policy value: such a cookie is stored without one (WebKit then applies its
+    /// default), which the jar's own rules already enforce for Satchel's requests.
+    static func httpCookie(_ cookie: Cookie) -> HTTPCookie? {
+        var properties: [HTTPCookiePropertyKey: Any] = [
+            .name: cookie.name, .value: cookie.value, .domain: cookie.hostOnly ? cookie.domain : "." + cookie.domain, .path: cookie.path,
+        ]
+        if let expires = cookie.expires { properties[.expires] = Date(timeIntervalSince1970: expires) }
+        if cookie.secure { properties[.secure] = "TRUE" }
+        if cookie.httpOnly { properties[HTTPCookiePropertyKey("HttpOnly")] = "TRUE" }
+        switch cookie.sameSite {
+        case .strict: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteStrict
+        case .lax, .unspecified: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteLax
+        case .none: break
+        }
+        return HTTPCookie(properties: properties)
+    }
+}
+#endif

@@ -1,0 +1,159 @@
+// A stand-in for Apple's WebKit framework, for type-checking Satchel's Apple adapter on Linux: only the declarations
+// the adapter uses, with the signatures and actor isolation of Apple's documentation (iOS 17 / macOS 14 SDKs, where
+// WebKit's classes and protocols are `@MainActor`). Nothing here runs; every body is a placeholder. Objective-C
+// `optional` protocol requirements are modelled as requirements with default implementations.
+//
+// Foundation on Linux lacks a few Apple-only parts the adapter touches (HTTPCookie's SameSite policy); they are
+// declared at the end, as Apple documents them.
+
+@_exported import Foundation
+@_exported import FoundationNetworking
+
+// MARK: Web views
+
+@MainActor
+open class WKWebView: NSObject {
+    public init(frame: CGRect, configuration: WKWebViewConfiguration) {
+        self.configuration = configuration
+    }
+
+    open var configuration: WKWebViewConfiguration
+    open weak var navigationDelegate: (any WKNavigationDelegate)?
+    open var url: URL? { nil }
+
+    @discardableResult
+    open func load(_ request: URLRequest) -> WKNavigation? { nil }
+
+    @discardableResult
+    open func loadHTMLString(_ string: String, baseURL: URL?) -> WKNavigation? { nil }
+
+    open func stopLoading() {}
+
+    open func evaluateJavaScript(_ javaScriptString: String, completionHandler: (@MainActor @Sendable (Any?, (any Error)?) -> Void)? = nil) {}
+
+    open func callAsyncJavaScript(_ functionBody: String, arguments: [String: Any] = [:], in frame: WKFrameInfo? = nil, contentWorld: WKContentWorld) async throws -> Any? {
+        nil
+    }
+}
+
+@MainActor
+open class WKWebViewConfiguration: NSObject {
+    override public init() {}
+    open var processPool = WKProcessPool()
+    open var websiteDataStore = WKWebsiteDataStore.default()
+    open var userContentController = WKUserContentController()
+    open func setURLSchemeHandler(_ urlSchemeHandler: (any WKURLSchemeHandler)?, forURLScheme urlScheme: String) {}
+}
+
+@MainActor
+open class WKProcessPool: NSObject {
+    override public init() {}
+}
+
+@MainActor
+open class WKNavigation: NSObject {}
+
+@MainActor
+open class WKFrameInfo: NSObject {
+    open var isMainFrame: Bool { true }
+}
+
+@MainActor
+public protocol WKNavigationDelegate: NSObjectProtocol {
+    func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!)
+    func webViewWebContentProcessDidTerminate(_ webView: WKWebView)
+}
+
+extension WKNavigationDelegate {
+    public func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {}
+    public func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {}
+}
+
+// MARK: Custom schemes
+
+@MainActor
+public protocol WKURLSchemeHandler: NSObjectProtocol {
+    func webView(_ webView: WKWebView, start urlSchemeTask: any WKURLSchemeTask)
+    func webView(_ webView: WKWebView, stop urlSchemeTask: any WKURLSchemeTask)
+}
+
+@MainActor
+public protocol WKURLSchemeTask: NSObjectProtocol {
+    var request: URLRequest { get }
+    func didReceive(_ response: URLResponse)
+    func didReceive(_ data: Data)
+    func didFinish()
+    func didFailWithError(_ error: any Error)
+}
+
+// MARK: Scripts and messages
+
+@MainActor
+open class WKUserContentController: NSObject {
+    override public init() {}
+    open func addUserScript(_ userScript: WKUserScript) {}
+    open func addScriptMessageHandler(_ scriptMessageHandlerWithReply: any WKScriptMessageHandlerWithReply, contentWorld world: WKContentWorld, name: String) {}
+}
+
+public enum WKUserScriptInjectionTime: Int, Sendable {
+    case atDocumentStart
+    case atDocumentEnd
+}
+
+@MainActor
+open class WKUserScript: NSObject {
+    public init(source: String, injectionTime: WKUserScriptInjectionTime, forMainFrameOnly: Bool) {}
+}
+
+@MainActor
+open class WKContentWorld: NSObject {
+    open class var page: WKContentWorld { WKContentWorld() }
+    open class var defaultClient: WKContentWorld { WKContentWorld() }
+}
+
+@MainActor
+open class WKScriptMessage: NSObject {
+    open var body: Any { 0 }
+    open var name: String { "" }
+    open var frameInfo: WKFrameInfo { WKFrameInfo() }
+}
+
+@MainActor
+public protocol WKScriptMessageHandlerWithReply: NSObjectProtocol {
+    func userContentController(
+        _ userContentController: WKUserContentController, didReceive message: WKScriptMessage,
+        replyHandler: @escaping @MainActor @Sendable (Any?, String?) -> Void)
+}
+
+// MARK: Website data and cookies
+
+@MainActor
+open class WKWebsiteDataStore: NSObject {
+    open class func `default`() -> WKWebsiteDataStore { WKWebsiteDataStore() }
+    open class func nonPersistent() -> WKWebsiteDataStore { WKWebsiteDataStore() }
+    open var httpCookieStore: WKHTTPCookieStore { WKHTTPCookieStore() }
+}
+
+@MainActor
+open class WKHTTPCookieStore: NSObject {
+    open func getAllCookies(_ completionHandler: @escaping @MainActor @Sendable ([HTTPCookie]) -> Void) {}
+    open func setCookie(_ cookie: HTTPCookie, completionHandler: (@MainActor @Sendable () -> Void)? = nil) {}
+    open func delete(_ cookie: HTTPCookie, completionHandler: (@MainActor @Sendable () -> Void)? = nil) {}
+}
+
+// MARK: Foundation's Apple-only parts
+
+public struct HTTPCookieStringPolicy: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let sameSiteLax = HTTPCookieStringPolicy(rawValue: "lax")
+    public static let sameSiteStrict = HTTPCookieStringPolicy(rawValue: "strict")
+}
+
+extension HTTPCookiePropertyKey {
+    public static let sameSitePolicy = HTTPCookiePropertyKey("SameSite")
+}
+
+extension HTTPCookie {
+    public var sameSitePolicy: HTTPCookieStringPolicy? { nil }
+}
