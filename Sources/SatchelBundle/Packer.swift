@@ -18,6 +18,9 @@ public struct PackOptions: Sendable {
     public var spaFallback: Bool
     public var offlinePage: SafePath?
     public var routes: [Route]
+    /// The HTTP cache policies of URL prefixes; when any is given, `minRuntime` is at least
+    /// ``SatchelRuntime/cachePolicies`` (set to it when nil), so older runtimes are never offered the bundle.
+    public var cachePolicies: [CacheRoute]
     public var minRuntime: SemanticVersion?
     public var excludes: ExcludeRules
     public var format: ArchiveFormat
@@ -30,8 +33,8 @@ public struct PackOptions: Sendable {
 
     public init(
         id: PackageID, version: SemanticVersion, scope: Scope, entry: SafePath = try! SafePath(validating: "index.html"),
-        spaFallback: Bool = false, offlinePage: SafePath? = nil, routes: [Route] = [], minRuntime: SemanticVersion? = nil,
-        excludes: ExcludeRules = ExcludeRules(), format: ArchiveFormat = .zip, signingKey: SigningKey? = nil,
+        spaFallback: Bool = false, offlinePage: SafePath? = nil, routes: [Route] = [], cachePolicies: [CacheRoute] = [],
+        minRuntime: SemanticVersion? = nil, excludes: ExcludeRules = ExcludeRules(), format: ArchiveFormat = .zip, signingKey: SigningKey? = nil,
         sourceDateEpoch: Int64? = nil, compressionLevel: Int = Packer.defaultCompressionLevel
     ) {
         self.id = id
@@ -41,7 +44,8 @@ public struct PackOptions: Sendable {
         self.spaFallback = spaFallback
         self.offlinePage = offlinePage
         self.routes = routes
-        self.minRuntime = minRuntime
+        self.cachePolicies = cachePolicies
+        self.minRuntime = minRuntime ?? (cachePolicies.isEmpty ? nil : SatchelRuntime.cachePolicies)
         self.excludes = excludes
         self.format = format
         self.signingKey = signingKey
@@ -110,7 +114,7 @@ public enum Packer {
             manifest = try Manifest(
                 id: options.id, version: options.version, createdAt: createdAt, scope: options.scope,
                 entry: options.entry, spaFallback: options.spaFallback, offlinePage: options.offlinePage,
-                routes: options.routes, minRuntime: options.minRuntime,
+                routes: options.routes, cachePolicies: options.cachePolicies, minRuntime: options.minRuntime,
                 files: zip(files, digests).map { file, digest in
                     FileRecord(path: file.path, size: file.size, sha256: digest, mime: MIMETable.entry(for: file.path).type)
                 })

@@ -14,6 +14,8 @@ public final class CachingFetcher: NetworkFetcher {
         self.upstream = upstream
     }
 
+    public var answersFromCache: Bool { true }
+
     public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         let holder = Locked<(any FetchHandle)?>(nil)
         return try await withTaskCancellationHandler {
@@ -102,6 +104,11 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         let now = HTTPCache.now()
         let requestCC = CacheControl(request.headers)
         let entries = cache.store.entries(for: key)
+        if let policy = request.cachePolicy, policy.policy != .useProtocolPolicy,
+            applying(policy, to: entries.first(where: { CacheRules.varyMatches($0.stored, request: request) }), now: now)
+        {
+            return
+        }
         if let entry = entries.first(where: { CacheRules.varyMatches($0.stored, request: request) }) {
             switch CacheRules.reuse(entry.stored, request: request, requestControl: requestCC, now: now, mode: mode) {
             case .fresh(let ttl):
@@ -134,6 +141,51 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         if requestCC.has("only-if-cached") { return answer(onlyIfCached()) }
         if method == "GET", collapsing, !isPassing(now: now), wait() { return }
         forward(request, status: CacheStatus(forward: entries.isEmpty ? .uriMiss : .varyMiss))
+    }
+
+    /// A cache policy other than the protocol's (``CachePolicy``): returns whether it answered, forwarded or failed
+    /// the request; false leaves it to RFC 9111's rules.
+    private func applying(_ policy: RequestCachePolicy, to entry: CacheEntry?, now: Double) -> Bool {
+        let name = policy.policy.rawValue
+        switch policy.policy {
+        case .useProtocolPolicy:
+            return false
+        case .reloadIgnoringCache:
+            forward(request, status: CacheStatus(forward: .request, detail: name))
+            return true
+        case .reloadRevalidating:
+            guard let entry, request.method == "GET" else { return false }
+            validate(entry, reason: name, forward: .request)
+            return true
+        case .returnCacheElseLoad, .returnCacheDontLoad, .staleWhileRevalidate:
+            let age = entry.map { CacheRules.currentAge($0.stored, now: now) }
+            if let entry, let age, policy.maxAge.map({ age <= Double($0) }) ?? true {
+                let freshFor = CacheRules.freshnessLifetime(entry.stored, mode: mode).seconds - age
+                var status = CacheStatus(hit: true, ttl: Int(freshFor.rounded(.down)), detail: name)
+                if freshFor <= 0 { status.detail = name + "; stale" }
+                if let response = reply(from: entry, now: now, status: status) {
+                    cache.count { counters in
+                        counters.hits += 1
+                        if freshFor <= 0 { counters.staleAnswers += 1 }
+                    }
+                    if policy.policy == .staleWhileRevalidate, freshFor <= 0 { revalidateBehind(entry) }
+                    answer(response)
+                    return true
+                }
+            }
+            if policy.policy == .returnCacheDontLoad {
+                let why = age.map { "the stored answer is \(Int($0)) s old, more than \(policy.maxAge ?? 0) s" } ?? "nothing is stored for \(key)"
+                cache.count { $0.misses += 1 }
+                finish(.failure(FetchError.notCached(why)))
+                return true
+            }
+            // Too old for the policy: the origin is asked, with the stored answer's validators.
+            if let entry, age != nil, request.method == "GET" {
+                validate(entry, reason: name + "; older than max-age", forward: .stale)
+                return true
+            }
+            return false
+        }
     }
 
     private func onlyIfCached() -> ResourceResponse {

@@ -19,7 +19,7 @@ public struct FileRecord: Hashable, Sendable {
 
 /// `satchel.json`, the manifest of a package (docs/formats.md, "Manifest", schema 1).
 ///
-/// A value of this type is always valid: ``init(id:version:createdAt:scope:entry:spaFallback:offlinePage:routes:minRuntime:files:)``
+/// A value of this type is always valid: ``init(id:version:createdAt:scope:entry:spaFallback:offlinePage:routes:cachePolicies:minRuntime:files:)``
 /// and ``decode(_:)`` check every rule, so a store or engine holding a `Manifest` never re-checks it.
 /// ``canonicalBytes`` is the one serialisation; the signature covers exactly those bytes.
 public struct Manifest: Hashable, Sendable {
@@ -41,6 +41,9 @@ public struct Manifest: Hashable, Sendable {
     public let spaFallback: Bool
     public let offlinePage: SafePath?
     public let routes: [Route]
+    /// How the network leg of the URLs under each prefix uses the app's HTTP cache; empty (omitted) for most
+    /// packages. A runtime older than ``SatchelRuntime/cachePolicies`` refuses the field, so it needs that `minRuntime`.
+    public let cachePolicies: [CacheRoute]
     public let minRuntime: SemanticVersion?
     /// Sorted by the UTF-8 bytes of their paths.
     public let files: [FileRecord]
@@ -50,19 +53,19 @@ public struct Manifest: Hashable, Sendable {
     public init(
         id: PackageID, version: SemanticVersion, createdAt: Timestamp, scope: Scope,
         entry: SafePath = try! SafePath(validating: "index.html"), spaFallback: Bool = false,
-        offlinePage: SafePath? = nil, routes: [Route] = [], minRuntime: SemanticVersion? = nil,
+        offlinePage: SafePath? = nil, routes: [Route] = [], cachePolicies: [CacheRoute] = [], minRuntime: SemanticVersion? = nil,
         files: [FileRecord]
     ) throws(ManifestError) {
         let sorted = files.sorted { $0.path < $1.path }
         try self.init(
             schema: Self.schemaVersion, id: id, version: version, createdAt: createdAt, scope: scope, entry: entry,
-            spaFallback: spaFallback, offlinePage: offlinePage, routes: routes, minRuntime: minRuntime,
+            spaFallback: spaFallback, offlinePage: offlinePage, routes: routes, cachePolicies: cachePolicies, minRuntime: minRuntime,
             files: sorted, contentHash: Digests.contentHash(of: sorted.map { ($0.path, $0.sha256) }))
     }
 
     private init(
         schema: Int, id: PackageID, version: SemanticVersion, createdAt: Timestamp, scope: Scope, entry: SafePath,
-        spaFallback: Bool, offlinePage: SafePath?, routes: [Route], minRuntime: SemanticVersion?,
+        spaFallback: Bool, offlinePage: SafePath?, routes: [Route], cachePolicies: [CacheRoute], minRuntime: SemanticVersion?,
         files: [FileRecord], contentHash: String
     ) throws(ManifestError) {
         self.schema = schema
@@ -74,6 +77,7 @@ public struct Manifest: Hashable, Sendable {
         self.spaFallback = spaFallback
         self.offlinePage = offlinePage
         self.routes = routes
+        self.cachePolicies = cachePolicies
         self.minRuntime = minRuntime
         self.files = files
         self.contentHash = contentHash
@@ -134,6 +138,15 @@ public struct Manifest: Hashable, Sendable {
         for route in routes where !prefixes.insert(route.prefix).inserted {
             throw .invalidField(FieldError(field: "routes.prefix", value: route.prefix, reason: "is listed twice"))
         }
+        var cachePrefixes = Set<String>()
+        for route in cachePolicies where !cachePrefixes.insert(route.prefix).inserted {
+            throw .invalidField(FieldError(field: "cachePolicies.prefix", value: route.prefix, reason: "is listed twice"))
+        }
+        if !cachePolicies.isEmpty, minRuntime.map({ $0 < SatchelRuntime.cachePolicies }) ?? true {
+            throw .invalidField(FieldError(
+                field: "minRuntime", value: minRuntime?.description ?? "(none)",
+                reason: "must be \(SatchelRuntime.cachePolicies) or newer in a manifest with cachePolicies (older runtimes refuse the field)"))
+        }
         let expected = Digests.contentHash(of: files.map { ($0.path, $0.sha256) })
         guard contentHash == expected else { throw .contentHashMismatch(claimed: contentHash, computed: expected) }
     }
@@ -187,6 +200,13 @@ public struct Manifest: Hashable, Sendable {
             "contentHash": .string(contentHash),
         ]
         if let offlinePage { root["offlinePage"] = .string(offlinePage.value) }
+        if !cachePolicies.isEmpty {
+            root["cachePolicies"] = .array(cachePolicies.map { route in
+                var object: [String: CanonicalJSON] = ["prefix": .string(route.prefix), "policy": .string(route.policy.rawValue)]
+                if let maxAge = route.maxAge { object["maxAge"] = .integer(Int64(maxAge)) }
+                return .object(object)
+            })
+        }
         if let minRuntime { root["minRuntime"] = .string(minRuntime.description) }
         return .object(root)
     }
@@ -211,7 +231,7 @@ public struct Manifest: Hashable, Sendable {
         let manifest = try Manifest(
             schema: wire.schema, id: wire.id, version: wire.version, createdAt: wire.createdAt, scope: wire.scope,
             entry: entry, spaFallback: wire.spaFallback, offlinePage: offlinePage, routes: wire.routes,
-            minRuntime: wire.minRuntime, files: files, contentHash: wire.contentHash)
+            cachePolicies: wire.cachePolicies ?? [], minRuntime: wire.minRuntime, files: files, contentHash: wire.contentHash)
         if requireCanonical, manifest.canonicalBytes != bytes {
             // Readers refuse fields they do not know (docs/formats.md, "Schema rules for older readers"): say which.
             if let field = VersionedDocument.unknownField(in: bytes, canonical: manifest.canonicalBytes) { throw .unknownField(field) }
@@ -236,6 +256,7 @@ public struct Manifest: Hashable, Sendable {
         let spaFallback: Bool
         let offlinePage: String?
         let routes: [Route]
+        let cachePolicies: [CacheRoute]?
         let minRuntime: SemanticVersion?
         let files: [File]
         let contentHash: String

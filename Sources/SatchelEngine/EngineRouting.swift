@@ -22,6 +22,9 @@ public struct RoutedRequest: Sendable {
     /// The strategy of the route that matched; offline-first when none did.
     public let strategy: Strategy
     public let timeoutMs: Int?
+    /// How the network leg uses an HTTP cache: the page's `X-Satchel-Cache`, else the package's `cachePolicies`
+    /// for the path (also on ``request``).
+    public var cachePolicy: RequestCachePolicy? { request.cachePolicy }
     /// `id@version` of the package that claims the request, if one does.
     public var package: String? { entry?.label }
 
@@ -34,6 +37,10 @@ public struct RoutedRequest: Sendable {
         request: ResourceRequest, bodyChannel: BodyChannel, upstreamURL: String, method: String, outside: EngineMiss.Reason?,
         route: Route? = nil, package: ResourceEngine.PackageEntry? = nil, decodedPath: String = "", file: ResourceEngine.PackageEntry.File? = nil
     ) {
+        var request = request
+        if request.cachePolicy == nil, let package, !package.manifest.cachePolicies.isEmpty {
+            request.cachePolicy = CacheRoute.matching(decodedPath, in: package.manifest.cachePolicies)?.requestPolicy
+        }
         self.request = request
         self.bodyChannel = bodyChannel
         self.upstreamURL = upstreamURL

@@ -187,6 +187,9 @@ public final class ResourceEngine: Sendable {
     /// Restores the body, routes the request to a package and finds the file that would answer it, in one pass:
     /// everything a strategy needs to decide, before anything is read. A request that cannot be routed (a
     /// malformed URL or body, an unproven body) is answered at once.
+    /// The request field a page names its cache policy in (`<policy>[:<seconds>]`, ``RequestCachePolicy``).
+    public static let cachePolicyHeader = "X-Satchel-Cache"
+
     public func route(_ incoming: ResourceRequest) -> EngineRouting {
         // Body restoration comes first, before routing: the restored request is what a miss forwards.
         var request = incoming
@@ -200,6 +203,14 @@ public final class ResourceEngine: Sendable {
         }
         guard let url = RequestURL(request.url) else {
             return .answer(Self.plain(400, "not an absolute URL: \(request.url)"))
+        }
+        // The page's cache policy for this request (WebKit passes no fetch `cache:` mode to a scheme handler):
+        // taken off the request here, so that no origin ever sees it.
+        if let value = request.headers[Self.cachePolicyHeader] {
+            request.headers.remove(Self.cachePolicyHeader)
+            do { request.cachePolicy = try RequestCachePolicy(parsing: value) } catch {
+                return .answer(Self.plain(400, "\(Self.cachePolicyHeader): \(error.reason) (not \(value))"))
+            }
         }
         let isCustom = configuration.customSchemes.contains(url.scheme)
         let upstream = isCustom ? configuration.upstreamScheme + request.url.drop { $0 != ":" } : request.url

@@ -121,6 +121,10 @@ final class Load: StrategyLoad, FetchHandle, @unchecked Sendable {
     func fromPackage() -> ResourceResponse? { loader.engine.packageAnswer(routed) }
 
     func fromNetwork(then: @escaping @Sendable (Result<ResourceResponse, FetchError>) -> Void) {
+        // A request that may only be answered from a cache, with no cache on the way: nothing can answer it.
+        if routed.cachePolicy?.policy == .returnCacheDontLoad, !loader.fetcher.answersFromCache {
+            return then(.failure(.notCached("return-cache-dont-load, and no HTTP cache is configured")))
+        }
         let policy = loader.policy
         var timeouts = policy.timeouts
         if let milliseconds = routed.timeoutMs { timeouts.responseHead = .milliseconds(milliseconds) }

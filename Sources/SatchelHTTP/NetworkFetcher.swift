@@ -20,9 +20,15 @@ public protocol NetworkFetcher: Sendable {
         _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
         completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
     ) -> (any FetchHandle)?
+
+    /// Whether answers may come from a cache (an HTTP cache wrapping the network). Without one, a request whose
+    /// cache policy never loads (`return-cache-dont-load`) fails at once.
+    var answersFromCache: Bool { get }
 }
 
 extension NetworkFetcher {
+    public var answersFromCache: Bool { false }
+
     @discardableResult
     public func fetch(
         _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
@@ -91,8 +97,9 @@ public struct FetchTimeouts: Sendable, Equatable {
 }
 
 /// Why the network could not answer. Each maps to the status the page sees: 502 (refused, reset, TLS, a
-/// response that is not HTTP), 504 (timeout), 403 (a host that is not allow-listed), 400 (a request that cannot
-/// go on the wire as it is: a field, method or target that would end early and change what the origin reads).
+/// response that is not HTTP), 504 (timeout; nothing stored for a request that may not load), 403 (a host that is not
+/// allow-listed), 400 (a request that cannot go on the wire as it is: a field, method or target that would end early
+/// and change what the origin reads).
 public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     case hostNotAllowed(String)
     case connectionFailed(String)
@@ -100,12 +107,14 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut(String)
     case unsupportedURL(String)
     case invalidRequest(String)
+    /// The request's cache policy forbids the network (`return-cache-dont-load`) and the cache holds no answer for it.
+    case notCached(String)
 
     public var status: Int {
         switch self {
         case .hostNotAllowed: 403
         case .invalidRequest: 400
-        case .timedOut: 504
+        case .timedOut, .notCached: 504
         case .connectionFailed, .badResponse, .unsupportedURL: 502
         }
     }
@@ -118,6 +127,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         case .timedOut(let why): "upstream timed out: \(why)"
         case .unsupportedURL(let url): "cannot fetch \(url)"
         case .invalidRequest(let why): "cannot send the request upstream: \(why)"
+        case .notCached(let why): "not in the cache, and the request may not load: \(why)"
         }
     }
 
@@ -125,7 +135,7 @@ public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     public var reason: String {
         switch self {
         case .hostNotAllowed(let host): "\(host) is not on the allow-list"
-        case .connectionFailed(let why), .badResponse(let why), .timedOut(let why), .invalidRequest(let why): why
+        case .connectionFailed(let why), .badResponse(let why), .timedOut(let why), .invalidRequest(let why), .notCached(let why): why
         case .unsupportedURL(let url): "unsupported URL \(url)"
         }
     }

@@ -48,6 +48,8 @@ public struct NetworkPolicy: Sendable {
             let afterAuthority = utf8[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? utf8.endIndex
             target = (base.hasSuffix("/") ? String(base.dropLast()) : base) + Substring(utf8[afterAuthority...])
         }
-        return ResourceRequest(method: request.method, url: target, headers: HopByHop.removing(from: request.headers, also: Self.notForwarded), body: request.body)
+        return ResourceRequest(
+            method: request.method, url: target, headers: HopByHop.removing(from: request.headers, also: Self.notForwarded), body: request.body,
+            cachePolicy: request.cachePolicy)
     }
 }

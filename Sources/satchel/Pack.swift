@@ -42,6 +42,9 @@ extension Satchel {
         @Option(name: .customLong("route"), help: "<prefix>=<strategy>[:<timeoutMs>] (repeatable); strategies: offline-first, network-first, offline-only, network-only.")
         var routes: [String] = []
 
+        @Option(name: .customLong("route-cache"), help: "<prefix>=<policy>[:<seconds>] (repeatable): how the network leg under a prefix uses the app's HTTP cache; policies: use-protocol-policy, reload-ignoring-cache, return-cache-else-load, return-cache-dont-load, reload-revalidating, stale-while-revalidate (the seconds: the oldest stored answer a cache-first policy uses). Sets --min-runtime to at least 0.2.0.")
+        var routeCaches: [String] = []
+
         @Option(help: "The oldest app runtime version that can use this package.")
         var minRuntime: String?
 
@@ -81,12 +84,16 @@ extension Satchel {
                 guard (1...9).contains(compressionLevel) else {
                     throw ValidationError("--compression-level must be between 1 and 9")
                 }
+                if !routeCaches.isEmpty, let minRuntime, let version = try? SemanticVersion(minRuntime), version < SatchelRuntime.cachePolicies {
+                    throw ValidationError("--min-runtime \(minRuntime) is older than \(SatchelRuntime.cachePolicies), the first runtime that reads --route-cache (older ones refuse the manifest)")
+                }
                 let key = try signKey.map { try KeyFile.signingKey($0) }
                 return PackOptions(
                     id: try PackageID(id), version: try SemanticVersion(version), scope: scope,
                     entry: try safePath(entry, option: "--entry"), spaFallback: spaFallback,
                     offlinePage: try offlinePage.map { try safePath($0, option: "--offline-page") },
                     routes: try routes.map { try Route(parsing: $0) },
+                    cachePolicies: try routeCaches.map { try CacheRoute(parsing: $0) },
                     minRuntime: try minRuntime.map { raw throws(FieldError) in
                         do throws(FieldError) { return try SemanticVersion(raw) } catch {
                             throw FieldError(field: "min-runtime", value: raw, reason: error.reason)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import SatchelCore
 
 @main
 struct Satchel: AsyncParsableCommand {
@@ -8,7 +9,7 @@ struct Satchel: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 success, 1 failure (an invalid bundle, a refused input), 64 usage error.
             """,
-        version: "0.1.0",
+        version: SatchelRuntime.version.description,
         subcommands: [
             Pack.self, Verify.self, Inspect.self, Keygen.self,
             Install.self, List.self, Activate.self, Confirm.self, Rollback.self, Launch.self, Remove.self, GC.self, Check.self,

@@ -17,7 +17,8 @@ struct FormatsCoverageTests {
             id: PackageID("shop"), version: SemanticVersion("1.4.0"), createdAt: Timestamp(secondsSinceEpoch: 1_700_000_000),
             scope: Scope(hosts: [HostPattern("m.shop.com")], pathPrefix: PathPrefix("/app/")), spaFallback: true,
             offlinePage: SafePath(validating: "offline.html"),
-            routes: [Route(prefix: "/app/api/", strategy: .networkFirst, timeoutMs: 3000)], minRuntime: SemanticVersion("1.0.0"),
+            routes: [Route(prefix: "/app/api/", strategy: .networkFirst, timeoutMs: 3000)],
+            cachePolicies: [CacheRoute(prefix: "/app/api/", policy: .staleWhileRevalidate, maxAge: 600)], minRuntime: SemanticVersion("1.0.0"),
             files: [record("index.html"), record("offline.html")])
     }
 

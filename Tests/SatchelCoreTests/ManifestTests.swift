@@ -234,3 +234,46 @@ extension Data {
         self.init(bytes)
     }
 }
+
+@Suite("Cache policies in the manifest and on requests")
+struct CachePolicyFieldTests {
+    func manifest(_ policies: [CacheRoute], minRuntime: String?) throws -> Manifest {
+        try Manifest(
+            id: PackageID("shop"), version: SemanticVersion("1.0.0"), createdAt: Timestamp(secondsSinceEpoch: 1_700_000_000),
+            scope: Scope(hosts: [HostPattern("m.shop.com")]), cachePolicies: policies, minRuntime: try minRuntime.map(SemanticVersion.init),
+            files: [Fixture.record("index.html")])
+    }
+
+    @Test("cachePolicies round-trip in canonical form, omitted when empty")
+    func roundTrip() throws {
+        let policies = [try CacheRoute(parsing: "/api/=stale-while-revalidate:600"), try CacheRoute(parsing: "/img/=return-cache-else-load")]
+        let withPolicies = try manifest(policies, minRuntime: "0.2.0")
+        let text = String(decoding: withPolicies.canonicalBytes, as: UTF8.self)
+        #expect(text.contains(#""cachePolicies":[{"maxAge":600,"policy":"stale-while-revalidate","prefix":"/api/"},{"policy":"return-cache-else-load","prefix":"/img/"}]"#))
+        #expect(try Manifest.decode(withPolicies.canonicalBytes) == withPolicies)
+        #expect(!String(decoding: try manifest([], minRuntime: nil).canonicalBytes, as: UTF8.self).contains("cachePolicies"))
+    }
+
+    @Test("a manifest with cachePolicies needs minRuntime 0.2.0 or newer; a prefix once; a max age only for cache-first policies")
+    func rules() throws {
+        let route = try CacheRoute(parsing: "/api/=return-cache-dont-load")
+        #expect(throws: ManifestError.self) { try manifest([route], minRuntime: nil) }
+        #expect(throws: ManifestError.self) { try manifest([route], minRuntime: "0.1.9") }
+        #expect(throws: ManifestError.self) { try manifest([route, route], minRuntime: "0.2.0") }
+        #expect(throws: FieldError.self) { try CacheRoute(parsing: "/api/=reload-revalidating:60") }
+        #expect(throws: FieldError.self) { try CacheRoute(parsing: "api/=use-protocol-policy") }
+        #expect(throws: FieldError.self) { try CacheRoute(parsing: "/api/=return-cache-else-load:soon") }
+        #expect(throws: FieldError.self) { try CacheRoute(parsing: "/api/") }
+        #expect((try? manifest([route], minRuntime: "0.3.0")) != nil)
+    }
+
+    @Test("the request form: case-insensitive names, an optional max age, clear errors")
+    func requestForm() throws {
+        #expect(try RequestCachePolicy(parsing: "RETURN-CACHE-ELSE-LOAD:30") == RequestCachePolicy(policy: .returnCacheElseLoad, maxAge: 30))
+        #expect(try RequestCachePolicy(parsing: "reload-revalidating").maxAge == nil)
+        #expect(throws: FieldError.self) { try RequestCachePolicy(parsing: "offline") }
+        #expect(throws: FieldError.self) { try RequestCachePolicy(parsing: "stale-while-revalidate:-1") }
+        #expect(throws: FieldError.self) { try RequestCachePolicy(parsing: "stale-while-revalidate:999999999") }
+        #expect(CacheRoute.matching("/api/v2/x", in: [try CacheRoute(parsing: "/api/=use-protocol-policy"), try CacheRoute(parsing: "/api/v2/=reload-ignoring-cache")])?.policy == .reloadIgnoringCache)
+    }
+}

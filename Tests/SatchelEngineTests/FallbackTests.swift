@@ -178,6 +178,51 @@ struct FallbackTests {
         }
     }
 
+    @Test("X-Satchel-Cache: read into the request's cache policy and never sent upstream; a bad value is a 400 that names it; return-cache-dont-load without a cache fails with a reason (504), a navigation gets the offline page")
+    func cachePolicyHeader() async throws {
+        let origin = try Origin()
+        defer { origin.stop() }
+        try await withTemporaryFolder { folder async throws in
+            let loader = try loader(folder, origin: origin)
+            let routed = loader.engine.route(ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["X-Satchel-Cache": " Stale-While-Revalidate:600 "]))
+            guard case .routed(let request) = routed else { Issue.record("not routed: \(routed)"); return }
+            #expect(request.cachePolicy == (try RequestCachePolicy(policy: .staleWhileRevalidate, maxAge: 600)))
+            #expect(request.request.headers["X-Satchel-Cache"] == nil)
+            let (echoed, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["X-Satchel-Cache": "reload-ignoring-cache"]))).parts
+            let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await echoed.body.collect()))
+            #expect(!echo.headers.contains { $0[0].lowercased() == "x-satchel-cache" }, "\(echo.headers)")
+            let (bad, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["X-Satchel-Cache": "sometimes"]))).parts
+            #expect(bad.status == 400 && (bad.headers["X-Satchel-Error"] ?? "").contains("must be one of use-protocol-policy"))
+            let (maxAgeOnReload, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["X-Satchel-Cache": "reload-ignoring-cache:60"]))).parts
+            #expect(maxAgeOnReload.status == 400)
+            let (offline, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/echo", headers: ["X-Satchel-Cache": "return-cache-dont-load"]))).parts
+            #expect(offline.status == 504 && (offline.headers["X-Satchel-Error"] ?? "").contains("no HTTP cache"))
+            let (page, _, _) = (await loader.respond(to: ResourceRequest(
+                url: "satchel://m.shop.com/account", headers: ["X-Satchel-Cache": "return-cache-dont-load", "Accept": "text/html"]))).parts
+            #expect(page.status == 503 && page.headers["X-Satchel-Offline"] == "1")
+        }
+    }
+
+    @Test("a manifest's cachePolicies give a path's requests their policy; the page's header wins")
+    func manifestCachePolicies() throws {
+        try withTemporaryFolder { folder in
+            let base = try makePackage(in: folder, files: ["index.html": text("home")])
+            let package = ServedPackage(manifest: try Manifest(
+                id: base.manifest.id, version: base.manifest.version, createdAt: base.manifest.createdAt, scope: base.manifest.scope,
+                cachePolicies: [try CacheRoute(parsing: "/api/=stale-while-revalidate:600"), try CacheRoute(parsing: "/api/live/=reload-ignoring-cache")],
+                minRuntime: SatchelRuntime.cachePolicies, files: base.manifest.files), files: base.files)
+            let engine = try ResourceEngine(source: FolderSource([package]))
+            func policy(_ path: String, _ headers: HTTPHeaders = [:]) -> RequestCachePolicy? {
+                guard case .routed(let routed) = engine.route(ResourceRequest(url: "satchel://m.shop.com" + path, headers: headers)) else { return nil }
+                return routed.cachePolicy
+            }
+            #expect(policy("/api/cart")?.description == "stale-while-revalidate:600")
+            #expect(policy("/api/live/price")?.description == "reload-ignoring-cache", "the longest prefix")
+            #expect(policy("/index.html") == nil)
+            #expect(policy("/api/cart", ["X-Satchel-Cache": "reload-revalidating"])?.description == "reload-revalidating")
+        }
+    }
+
     @Test("cancelling the request cancels the upstream exchange")
     func cancellation() async throws {
         let origin = try Origin()

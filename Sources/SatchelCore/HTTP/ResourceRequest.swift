@@ -7,12 +7,16 @@ public struct ResourceRequest: Sendable, Equatable {
     public var url: String
     public var headers: HTTPHeaders
     public var body: [UInt8]?
+    /// How an HTTP cache on the way answers it (the page's `X-Satchel-Cache`, or its route's): travels with the
+    /// request to the fetcher, never on the wire.
+    public var cachePolicy: RequestCachePolicy?
 
-    public init(method: String = "GET", url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil) {
+    public init(method: String = "GET", url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil, cachePolicy: RequestCachePolicy? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.cachePolicy = cachePolicy
     }
 }
 
