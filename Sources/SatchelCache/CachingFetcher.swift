@@ -14,7 +14,7 @@ public final class CachingFetcher: NetworkFetcher {
         self.upstream = upstream
     }
 
-    public var answersFromCache: Bool { true }
+    public var responseCache: (any ResponseCache)? { cache }
 
     public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         let holder = Locked<(any FetchHandle)?>(nil)

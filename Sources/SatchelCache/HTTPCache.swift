@@ -6,7 +6,7 @@ import SatchelHTTP
 /// the rules of ``CacheRules``, bodies streamed both ways (a client reads a response while the cache stores it),
 /// concurrent requests for one URL collapsed into one upstream fetch, the least recently used entries evicted
 /// past the bound, and nothing torn or mixed after a crash (``CacheStore``).
-public final class HTTPCache: Sendable {
+public final class HTTPCache: ResponseCache, Sendable {
     public let configuration: CacheConfiguration
     let store: CacheStore
     /// Requests waiting for another's answer from the origin, by URL.

@@ -122,7 +122,7 @@ final class Load: StrategyLoad, FetchHandle, @unchecked Sendable {
 
     func fromNetwork(then: @escaping @Sendable (Result<ResourceResponse, FetchError>) -> Void) {
         // A request that may only be answered from a cache, with no cache on the way: nothing can answer it.
-        if routed.cachePolicy?.policy == .returnCacheDontLoad, !loader.fetcher.answersFromCache {
+        if routed.cachePolicy?.policy == .returnCacheDontLoad, loader.fetcher.responseCache == nil {
             return then(.failure(.notCached("return-cache-dont-load, and no HTTP cache is configured")))
         }
         let policy = loader.policy

@@ -21,13 +21,13 @@ public protocol NetworkFetcher: Sendable {
         completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
     ) -> (any FetchHandle)?
 
-    /// Whether answers may come from a cache (an HTTP cache wrapping the network). Without one, a request whose
-    /// cache policy never loads (`return-cache-dont-load`) fails at once.
-    var answersFromCache: Bool { get }
+    /// The HTTP cache answers may come from (one wrapping the network), or nil. Without one, a request whose cache
+    /// policy never loads (`return-cache-dont-load`) fails at once; with one, an app clears it (logout).
+    var responseCache: (any ResponseCache)? { get }
 }
 
 extension NetworkFetcher {
-    public var answersFromCache: Bool { false }
+    public var responseCache: (any ResponseCache)? { nil }
 
     @discardableResult
     public func fetch(
@@ -36,6 +36,14 @@ extension NetworkFetcher {
     ) -> (any FetchHandle)? {
         TaskFetch.start(fetching: request, timeouts: timeouts, with: self, on: executor, completion: completion)
     }
+}
+
+/// An HTTP cache as the rest of the app sees it: what it holds per host, and forgetting it (SatchelCache's `HTTPCache`).
+public protocol ResponseCache: AnyObject, Sendable {
+    /// Forgets every stored answer, or those of one host.
+    func clear(host: String?)
+    /// Bytes stored, by host.
+    func storedBytesPerHost() -> [String: Int64]
 }
 
 /// Where a caller with a thread of its own wants answers delivered: the server's event loops (SatchelNetwork

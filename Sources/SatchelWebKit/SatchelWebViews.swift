@@ -28,6 +28,8 @@ public final class SatchelWebViews {
     public let recovery: WebContentRecovery
     public let dataStore: WKWebsiteDataStore
     public let processPool: WKProcessPool
+    /// The app's HTTP cache, when the fetcher has one.
+    public let responseCache: (any ResponseCache)?
     /// The hook's source (nil: no hook, and every request that may carry a body is refused by the engine).
     public let hookScript: String?
     /// The origins the hook serves: native code calls into a view only while it shows one.
@@ -42,7 +44,9 @@ public final class SatchelWebViews {
     }
 
     /// - Parameters:
-    ///   - fetcher: how misses reach the network (`URLSessionFetcher` on Apple platforms).
+    ///   - fetcher: how misses reach the network (`URLSessionFetcher` on Apple platforms), wrapped in SatchelCache's
+    ///     `CachingFetcher` (private mode) for the app's HTTP cache: logging out (``AppCookieJar/clear()``) then
+    ///     empties it too.
     ///   - ephemeral: a data store that keeps nothing on disk (cookies included).
     ///   - terminate: what to do with a view whose page stopped answering (Apple's WebKit cannot terminate a web
     ///     process); nil turns the heartbeat off (see ``WebContentRecovery``).
@@ -70,7 +74,11 @@ public final class SatchelWebViews {
             if configured.bridgeHandler == nil { configured.bridgeHandler = SatchelBridgeMessageHandler.name }
             return HookScript.render(configured)
         }
-        let jarChanged: @Sendable (AppCookieJar.Change) -> Void = { [weak self] _ in
+        let responseCache = fetcher.responseCache
+        self.responseCache = responseCache
+        let jarChanged: @Sendable (AppCookieJar.Change) -> Void = { [weak self] change in
+            // Logout: the private cache holds the last user's answers.
+            if change == .cleared { responseCache?.clear(host: nil) }
             Task { @MainActor in self?.cookiesChanged() }
         }
         cookies.observe(jarChanged)
@@ -94,6 +102,11 @@ public final class SatchelWebViews {
         recovery.attach(webView)
         views = views.filter { $0.view != nil } + [WeakView(webView)]
         return webView
+    }
+
+    /// Forgets what the HTTP cache holds for one host, for every host of package `id`, or everything.
+    public func clearCache(host: String? = nil, package id: String? = nil) {
+        responseCache?.clear(host: host, package: id, in: engine)
     }
 
     /// Sends event `name` to the page in `webView` (`window.satchel.on`), if it shows one of the app's origins.

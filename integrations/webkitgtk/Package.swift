@@ -29,6 +29,7 @@ let package = Package(
                 .product(name: "SatchelWebKit", package: "Satchel"),
                 .product(name: "SatchelEngine", package: "Satchel"),
                 .product(name: "SatchelHTTP", package: "Satchel"),
+                .product(name: "SatchelCache", package: "Satchel"),
                 .product(name: "SatchelCore", package: "Satchel"),
             ]),
         .executableTarget(

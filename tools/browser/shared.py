@@ -30,6 +30,7 @@ class Recorder:
         self.lock = threading.Lock()
         self.requests = []
         self.disconnects = {}  # case -> time the client went away mid-answer
+        self.counts = {}  # /cache/<name> -> how often the origin answered it
 
     def add(self, record):
         with self.lock:
@@ -39,6 +40,7 @@ class Recorder:
         with self.lock:
             self.requests = []
             self.disconnects = {}
+            self.counts = {}
 
     def find(self, case):
         """The requests for /echo/<case> (any query)."""
@@ -65,8 +67,9 @@ def header(record, name):
 def make_echo_handler(recorder, serve_probe_in_origin_form=False):
     """An HTTP handler class recording into `recorder`. Besides /echo/<case> (records, answers with the body's length
     and sha256) it has what the WebKit suite needs of a misbehaving origin: /slow/<case> (an answer that never ends, a
-    chunk every 50 ms), /stall/<case> (no answer at all), /set-cookie, /redirect?to=…, and /status/<case> (did the
-    client of <case> go away?)."""
+    chunk every 50 ms), /stall/<case> (no answer at all), /set-cookie, /redirect?to=…, /status/<case> (did the
+    client of <case> go away?), and for the HTTP cache /cache/<name>[.svg]?cc=<Cache-Control> (an answer numbered by how
+    often the origin was asked, with ETag "v1" answered 304 when the request carries it, unless etag=0)."""
 
     class EchoHandler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -93,7 +96,7 @@ def make_echo_handler(recorder, serve_probe_in_origin_form=False):
             target = urllib.parse.urlsplit(self.path)
             origin_form = target.path + (f"?{target.query}" if target.query else "")
             served_probe = target.scheme and target.hostname == PROBE
-            if (served_probe or (serve_probe_in_origin_form and not target.scheme)) and self.command == "GET" and not target.path.startswith(("/echo/", "/slow/", "/stall/", "/status/", "/set-cookie", "/redirect")):
+            if (served_probe or (serve_probe_in_origin_form and not target.scheme)) and self.command == "GET" and not target.path.startswith(("/echo/", "/slow/", "/stall/", "/status/", "/set-cookie", "/redirect", "/cache/")):
                 file = PROBE_FOLDER / (target.path.lstrip("/") or "index.html")
                 if file.is_file() and PROBE_FOLDER in file.resolve().parents:
                     kind = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8"}.get(file.suffix[1:], "application/octet-stream")
@@ -105,6 +108,9 @@ def make_echo_handler(recorder, serve_probe_in_origin_form=False):
             path = target.path
             if path.startswith("/slow/"):
                 return self.slow(path[6:])
+            if path.startswith("/cache/"):
+                query = urllib.parse.parse_qs(target.query)
+                return self.cacheable(path[7:], query.get("cc", ["no-store"])[0], query.get("etag", ["1"])[0] == "1")
             if path.startswith("/stall/"):
                 return self.stall(path[7:])
             if path.startswith("/status/"):
@@ -169,6 +175,31 @@ def make_echo_handler(recorder, serve_probe_in_origin_form=False):
                         with recorder.lock:
                             recorder.disconnects[case] = time.monotonic()
                         return
+
+        def cacheable(self, name, cache_control, etag):
+            with recorder.lock:
+                count = recorder.counts[name] = recorder.counts.get(name, 0) + 1
+            if etag and self.headers.get("If-None-Match") == '"v1"':
+                self.send_response(304)
+                self.send_header("ETag", '"v1"')
+                self.send_header("Cache-Control", cache_control)
+                self.end_headers()
+                return
+            if name.endswith(".svg"):
+                payload = b'<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="#2a6"/></svg>'
+                kind = "image/svg+xml"
+            else:
+                payload = json.dumps({"name": name, "n": count}).encode()
+                kind = "application/json"
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Cache-Control", cache_control)
+            if etag:
+                self.send_header("ETag", '"v1"')
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.end_headers()
+            self.wfile.write(payload)
 
         def reply(self, status, payload, content_type):
             self.send_response(status)

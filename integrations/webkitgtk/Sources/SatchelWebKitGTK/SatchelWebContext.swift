@@ -1,5 +1,6 @@
 import CSatchelGLib
 import CWebKitGTK
+import SatchelCache
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
@@ -31,6 +32,8 @@ public final class SatchelWebContext: @unchecked Sendable {
     public let cookies: AppCookieJar
     /// The JS bridge's native half: register handlers for `window.satchel.call` here.
     public let bridge: AppBridge
+    /// The app's HTTP cache, when one was given.
+    public let httpCache: HTTPCache?
     let bridgeMessages: BridgeMessageHandler?
     /// The origins the hook (and so the bridge) serves: native code calls into a view only while it shows one.
     public let appOrigins: [String]
@@ -51,11 +54,16 @@ public final class SatchelWebContext: @unchecked Sendable {
     ///     reason `exceeded-memory-limit`); nil: WebKit's defaults, which kill nothing.
     ///   - recovery: when a view that keeps dying gets the offline page instead of another reload, and how long an
     ///     unresponsive view is given (see ``WebProcessRecovery``).
+    ///   - cache: the app's HTTP cache, opened in private mode (one user: `private` answers kept, `s-maxage` not
+    ///     read): every network fallback of the pages goes through it, with the cache policies of routes and requests;
+    ///     logging out (``AppCookieJar/clear()``) empties it. nil: none (WebKit's own cache never sees a scheme
+    ///     handler's answers).
     public init(
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher,
         hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10, memoryLimit: Int? = nil,
-        recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration()
+        recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), cache: HTTPCache? = nil
     ) throws {
+        httpCache = cache
         executor = GLibMainContextExecutor()
         self.engine = engine
         recoveryConfiguration = recovery
@@ -67,7 +75,7 @@ public final class SatchelWebContext: @unchecked Sendable {
             customSchemes: engine.configuration.customSchemes)
         var policy = policy
         policy.cookies = cookies
-        let loader = ResourceLoader(engine: engine, fetcher: fetcher, policy: policy)
+        let loader = ResourceLoader(engine: engine, fetcher: cache.map { CachingFetcher(cache: $0, upstream: fetcher) } ?? fetcher, policy: policy)
         let driver = SchemeTaskDriver(loader: loader, executor: executor, chunkSize: chunkSize, cookies: cookies)
         handler = URISchemeHandler(driver: driver)
         handler.register(on: context, schemes: engine.configuration.customSchemes)
@@ -146,6 +154,13 @@ public final class SatchelWebContext: @unchecked Sendable {
         return view
     }
 
+    // MARK: The app's cache
+
+    /// Forgets what the HTTP cache holds for one host, for every host of package `id` (its scope), or everything.
+    public func clearCache(host: String? = nil, package id: String? = nil) {
+        httpCache?.clear(host: host, package: id, in: engine)
+    }
+
     // MARK: Native code and pages
 
     /// Sends event `name` to the page in `view` (its `window.satchel.on(name, …)` listeners), if it shows one of the
@@ -218,7 +233,11 @@ public final class SatchelWebContext: @unchecked Sendable {
         final class Weak: @unchecked Sendable { weak var context: SatchelWebContext? }
         let weak = Weak()
         weak.context = self
-        cookies.observe { [executor] _ in executor.execute { weak.context?.cookiesChanged() } }
+        cookies.observe { [executor, httpCache] change in
+            // Logout: the private cache holds the last user's answers.
+            if change == .cleared { httpCache?.clear() }
+            executor.execute { weak.context?.cookiesChanged() }
+        }
         let monitor = g_network_monitor_get_default()
         let changed: @convention(c) (UnsafeMutableRawPointer?, gboolean, gpointer?) -> Void = { _, available, data in
             Unmanaged<SatchelWebContext>.fromOpaque(data!).takeUnretainedValue().broadcast(event: "network", detail: ["online": .bool(available != 0)])

@@ -2,6 +2,7 @@ import ArgumentParser
 import CSatchelGLib
 import CWebKitGTK
 import Foundation
+import SatchelCache
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
@@ -21,13 +22,15 @@ struct SatchelWebview: ParsableCommand {
             script, the screenshot or the timing failed or --timeout passed); otherwise the window stays open. It needs a \
             display: use `xvfb-run -a satchel-webview …` headless. --json prints one object: url, title, result, screenshot, \
             error, loadMs, tasks {started, active, stillActive (phase and URL of up to 20 unfinished tasks)}, and with --timing, timing {timeOriginMs, responseStartMs, \
-            domContentLoadedMs, loadEventMs, firstPaintMs, firstContentfulPaintMs, resources}.
+            domContentLoadedMs, loadEventMs, firstPaintMs, firstContentfulPaintMs, resources}, with --cache, cache {hits, misses, \
+            revalidations, staleAnswers, stored, bytes, entries, hosts}.
             """)
 
     @Argument(help: "The URL to open (satchel://host/path, or a path under --default-host).") var url: String
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var upstream: UpstreamOptions
     @OptionGroup var host: EngineHostOptions
+    @OptionGroup var cacheOptions: CacheOptions
     @Option(help: "A file holding the body of an async JavaScript function, run after the load event; its awaited, JSON-serialisable value is the result.", completion: .file())
     var script: String?
     @Option(help: "Save a PNG of the visible page here (after the script, if any).", completion: .file()) var screenshot: String?
@@ -98,7 +101,7 @@ struct SatchelWebview: ParsableCommand {
             unresponsiveTimeout: .milliseconds(Int(unresponsiveTimeout * 1000)))
         let satchel = try SatchelWebContext(
             engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins), memoryLimit: memoryLimit,
-            recovery: recovery)
+            recovery: recovery, cache: try cacheOptions.open(mode: .private))
         try Self.setCookies(cookies, for: target, in: satchel)
         let view = warm ? try Self.warmView(satchel, timeout: timeout) : satchel.makeWebView()
         let session = ViewerSession(

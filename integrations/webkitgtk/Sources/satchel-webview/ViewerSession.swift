@@ -327,6 +327,13 @@ final class ViewerSession: @unchecked Sendable {
         if report["result"] == nil { report["result"] = NSNull() }
         if report["screenshot"] == nil { report["screenshot"] = NSNull() }
         report["cookies"] = nativeCookies()
+        if let cache = satchel.httpCache {
+            let counts = cache.statistics
+            report["cache"] = [
+                "hits": counts.hits, "misses": counts.misses, "revalidations": counts.revalidations, "staleAnswers": counts.staleAnswers,
+                "stored": counts.stored, "bytes": cache.storedBytes, "entries": cache.entryCount, "hosts": cache.storedBytesPerHost(),
+            ] as [String: Any]
+        }
         report["error"] = errors.isEmpty ? NSNull() : errors.joined(separator: "; ")
         if awaitedRecoveries > 0 { report["recoveries"] = recoveries }
         // The tasks still active name their phase and URL: a page whose loads never end says which.
