@@ -57,6 +57,23 @@ struct CLITests {
         }
     }
 
+    @Test("pack --route-cache writes cachePolicies and a minRuntime that keeps runtimes older than 0.2.0 away")
+    func packRouteCache() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            let outcome = try CLI.run([
+                "pack", folder + "/src", "--id", "shop", "--version", "1.0.0", "--host", "m.shop.example", "--route-cache", "/api/=stale-while-revalidate:600",
+                "--route-cache", "/img/=return-cache-else-load", "--output", folder + "/out", "--quiet",
+            ])
+            #expect(outcome.status == 0, "\(outcome.stderr)")
+            let inspect = try CLI.run(["inspect", folder + "/out/shop-1.0.0.zip", "--json"])
+            let manifest = try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as! [String: Any]
+            #expect(manifest["minRuntime"] as? String == "0.2.0")
+            let policies = manifest["cachePolicies"] as? [[String: Any]] ?? []
+            #expect(policies.count == 2 && policies[0]["policy"] as? String == "stale-while-revalidate" && policies[0]["maxAge"] as? Int == 600)
+        }
+    }
+
     @Test("pack refuses bad options as usage errors (exit 64), naming the problem, writing nothing", arguments: [
         (["--id", "Bad Id"], "invalid id"),
         (["--version", "1.0"], "invalid version"),
@@ -67,6 +84,9 @@ struct CLITests {
         (["--format", "rar"], "--format must be zip or tar.gz"),
         (["--compression-level", "0"], "--compression-level"),
         (["--min-runtime", "two"], "invalid min-runtime"),
+        (["--route-cache", "/api/=sometimes"], "must be one of use-protocol-policy"),
+        (["--route-cache", "/api/=reload-revalidating:60"], "only return-cache-else-load"),
+        (["--route-cache", "/api/=stale-while-revalidate", "--min-runtime", "0.1.0"], "older than 0.2.0"),
         (["--entry", "../index.html"], "--entry"),
         (["--sign-key", "/nonexistent/key"], "cannot read --sign-key"),
     ])
