@@ -92,12 +92,14 @@ struct CachePolicyTests {
         let path = try await staleEntry(fixture, "swr")
         let stale = try await get(fixture, path, .staleWhileRevalidate)
         #expect(stale.text == "swr #1" && stale.cacheStatus.contains("stale-while-revalidate; stale"))
-        var next = ""
-        for _ in 0..<50 where !next.hasSuffix("#2") {
+        // The refresh stores a newer answer (#2, or later when the machine is slow enough for it to go stale again and
+        // be refreshed once more).
+        var next = "swr #1"
+        for _ in 0..<100 where next == "swr #1" {
             try await Task.sleep(for: .milliseconds(20))
             next = try await get(fixture, path, .staleWhileRevalidate).text
         }
-        #expect(next == "swr #2")
+        #expect(next.hasPrefix("swr #") && next != "swr #1", "\(next)")
         await fixture.stop()
     }
 }

@@ -11,7 +11,8 @@ final class RawClient {
 
     /// - Parameter receiveBuffer: a small kernel receive buffer makes a client that stops reading hold the
     ///   server back sooner (loopback buffers otherwise grow to megabytes).
-    init(port: Int, receiveBuffer: Int? = nil) throws {
+    /// - Parameter timeout: how long a read may wait for the next bytes.
+    init(port: Int, receiveBuffer: Int? = nil, timeout: Int = 10) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if var size = receiveBuffer.map(Int32.init) {
             setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -24,8 +25,8 @@ final class RawClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var limit = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { close() }

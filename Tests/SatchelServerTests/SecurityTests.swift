@@ -140,7 +140,9 @@ struct BuiltInHookTests {
             let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
             let server = try LocalServer(store: store, engine: engine, policy: NetworkPolicy(allowedHosts: []), configuration: ServerConfiguration(port: 0, injectHook: true, accessLog: false))
             let port = try await server.start()
-            let client = try RawClient(port: port)
+            // The server inflates this page from a task on the cooperative pool; in the full suite, tests that block
+            // that pool's two threads (running the CLI, waiting for processes) held it back past 10 s twice.
+            let client = try RawClient(port: port, timeout: 60)
             client.send("GET / HTTP/1.1\r\nHost: big.example\r\n\r\n")
             let page = try #require(await client.responses(1).first)
             #expect(page.status == 200)
