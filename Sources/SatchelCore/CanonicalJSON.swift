@@ -68,3 +68,23 @@ public indirect enum CanonicalJSON: Sendable, Equatable {
         out.append(UInt8(ascii: "\""))
     }
 }
+
+extension CanonicalJSON: Decodable {
+    /// Any JSON value this model can hold: no `null`, and numbers only as integers (a manifest has no others).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([CanonicalJSON].self) {
+            self = .array(value)
+        } else if let value = try? container.decode([String: CanonicalJSON].self) {
+            self = .object(value)
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a value canonical JSON holds (null, or a number that is not an integer)")
+        }
+    }
+}

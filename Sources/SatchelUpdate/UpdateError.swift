@@ -26,6 +26,8 @@ public enum UpdateError: Error, Equatable, Sendable, CustomStringConvertible {
     case checksumMismatch(url: String, expected: String, actual: String)
     /// The catalog lists one package version at a URL whose signed manifest is another.
     case catalogMismatch(url: String, catalog: String, bundle: String)
+    /// A manifest patch or object that does not build the version the catalog lists.
+    case content(url: String, String)
     case diskFull(path: String)
     case io(operation: String, path: String, errno: Int32)
     case store(StoreError)
@@ -44,6 +46,7 @@ public enum UpdateError: Error, Equatable, Sendable, CustomStringConvertible {
         case .sizeMismatch(let url, let expected, let actual): "\(url) is \(actual) bytes, the catalog says \(expected)"
         case .checksumMismatch(let url, let expected, let actual): "\(url) has sha256 \(actual), the catalog says \(expected)"
         case .catalogMismatch(let url, let catalog, let bundle): "\(url) is \(bundle), but the catalog lists it as \(catalog)"
+        case .content(let url, let why): "\(url): \(why)"
         case .diskFull(let path): "disk full while writing \(path); the store is unchanged"
         case .io(let operation, let path, let code): "\(operation) \(path) failed: \(String(cString: strerror(code)))"
         case .store(let error): "\(error)"

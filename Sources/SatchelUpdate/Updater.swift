@@ -25,8 +25,14 @@ public struct UpdateOutcome: Sendable, Equatable, Codable {
     public var action: Action
     public var from: String?
     public var to: String
-    /// "delta" or "full" when something was installed.
+    /// "objects", "delta" or "full" when something was installed.
     public var via: String?
+    /// With "objects": the version the manifest patch led from ("nothing" for the whole manifest), and how many
+    /// objects were downloaded (the rest came from the device).
+    public var patchFrom: String?
+    public var objects: Int?
+    /// Why the objects path was given up for the delta or the full bundle, if it was.
+    public var objectsFallback: String?
     public var downloadedBytes: Int64
     public var resumed: Bool
     /// Why a delta was given up for the full bundle, if it was.
@@ -148,6 +154,35 @@ public struct Updater: Sendable {
             var outcome = UpdateOutcome(
                 id: id.value, action: .installed, from: replacing?.description, to: entry.version.description, via: nil,
                 downloadedBytes: 0, resumed: false)
+            // Only what no version on the device holds, when that costs less than the delta or the bundle.
+            if let content = entry.content {
+                let cheapest = min(delta?.size ?? entry.size, entry.size)
+                var spent: Int64 = 0
+                let objects = ObjectsUpdate(
+                    store: store, download: ResumableDownload(fetcher: fetcher, timeouts: options.timeouts, retry: options.retry),
+                    folder: downloadsFolder + "/objects")
+                let name = id.value
+                let version = entry.version.description
+                do {
+                    if let taken = try await objects.install(entry, content: content, from: fetched, cheapest: cheapest, spent: &spent, progress: { received, total in
+                        progress(.downloading(id: name, version: version, received: received, total: total))
+                    }) {
+                        outcome.install = taken.install
+                        outcome.via = "objects"
+                        outcome.downloadedBytes += taken.received
+                        outcome.resumed = taken.resumed
+                        outcome.patchFrom = taken.patchFrom
+                        outcome.objects = taken.objects
+                        return outcome
+                    }
+                    outcome.downloadedBytes += spent
+                } catch {
+                    if error == .cancelled { throw error }
+                    if case .diskFull = error { throw error }
+                    outcome.downloadedBytes += spent
+                    outcome.objectsFallback = error.description
+                }
+            }
             if let delta {
                 do {
                     outcome.install = try await fetchAndInstall(

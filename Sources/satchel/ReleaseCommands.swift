@@ -32,7 +32,9 @@ extension Satchel {
             discussion: """
                 Every bundle is verified first (manifest, every file's hash); deltas are attached to the version they \
                 lead to. URLs are <base-url><file name>; a relative base URL (such as ./) makes them relative to the \
-                catalog. --expires-in counts from now; --expires fixes the instant, so a catalog can be rebuilt byte \
+                catalog. The same pass writes, in the bundle folder, each file content once as an object \
+                (objects/<xx>/<sha256>[.gz]) and each version's manifest patches (patches/<id>/<version>/), published \
+                under the same base URL, so an updater can fetch only what its device lacks. --expires-in counts from now; --expires fixes the instant, so a catalog can be rebuilt byte \
                 for byte (SOURCE_DATE_EPOCH is deliberately not used: it is usually the commit time, and a catalog \
                 expiring relative to it would be stale on arrival).
                 """)
@@ -61,47 +63,14 @@ extension Satchel {
                 expiry = Timestamp(secondsSinceEpoch: Int64(Date().timeIntervalSince1970) + expiresIn.seconds)
             }
             let base = baseURL.isEmpty || baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: bundles) else {
-                throw Output.failure("cannot list bundle folder \(bundles)")
-            }
-            var entries: [String: CatalogEntry] = [:]
-            var deltas: [(target: String, delta: CatalogDelta, file: String)] = []
-            for name in names.sorted() where (name.hasSuffix(".zip") || name.hasSuffix(".tar.gz")) && !name.hasPrefix(".") {
-                let path = bundles + "/" + name
-                let digest: (size: Int64, sha256: String)
-                let reader: BundleReader
-                do {
-                    digest = try FileDigest.sha256(ofFile: path)
-                    reader = try BundleReader(path: path)
-                    var sink = DiscardingSink()
-                    try reader.readFiles(into: &sink)
-                } catch {
-                    throw Output.failure("\(path): \(error)")
-                }
-                let manifest = reader.manifest
-                let key = "\(manifest.id) \(manifest.version)"
-                if let delta = reader.delta {
-                    deltas.append((key, CatalogDelta(from: delta.from, url: base + name, size: digest.size, sha256: digest.sha256), name))
-                } else {
-                    if entries[key] != nil {
-                        throw Output.failure("two bundles hold \(key) (\(name) and \(entries[key]!.url)); keep one format per version")
-                    }
-                    entries[key] = CatalogEntry(
-                        id: manifest.id, version: manifest.version, url: base + name, size: digest.size, sha256: digest.sha256,
-                        minRuntime: manifest.minRuntime)
-                }
-            }
-            for delta in deltas {
-                guard entries[delta.target] != nil else {
-                    throw Output.failure("delta \(delta.file) leads to \(delta.target), which has no full bundle in \(bundles)")
-                }
-                entries[delta.target]!.deltas.append(delta.delta)
-            }
+            let release: ReleaseFolder.Contents
+            do { release = try ReleaseFolder.read(bundles, baseURL: base) } catch { throw Output.failure(error.description) }
+            let entries = release.entries
             let catalog: Catalog
             do {
                 catalog = try Catalog(
                     expires: expiry,
-                    packages: Array(entries.values))
+                    packages: entries)
             } catch {
                 throw Output.failure(error.description)
             }
@@ -123,15 +92,18 @@ extension Satchel {
                 let expires: String
                 let packages: Int
                 let deltas: Int
+                let objects: Int
+                let patches: Int
             }
             let summary = Summary(
                 catalog: output, signature: key == nil ? nil : output + ".sig", expires: catalog.expires.description,
-                packages: catalog.packages.count, deltas: catalog.packages.reduce(0) { $0 + $1.deltas.count })
+                packages: catalog.packages.count, deltas: catalog.packages.reduce(0) { $0 + $1.deltas.count }, objects: release.objects,
+                patches: release.patches)
             if json {
                 Output.json(summary)
             } else {
                 let signed = key == nil ? "unsigned" : "signed"
-                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), expires \(summary.expires)")
+                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), \(summary.objects) objects, \(summary.patches) manifest patches, expires \(summary.expires)")
             }
         }
     }

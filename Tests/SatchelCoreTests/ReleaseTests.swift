@@ -139,3 +139,92 @@ private func entry(_ version: String, size: Int64 = 1000, minRuntime: String? = 
         #expect(throws: DeltaManifestError.self) { try DeltaManifest.decode(Array(#"{"from":"1.0.0","fromContentHash":"\#(base.contentHash)","deleted":["../x"]}"#.utf8)) }
     }
 }
+
+@Suite("Manifest patches and the catalog's content field")
+struct ManifestPatchTests {
+    func record(_ path: String, _ text: String) -> FileRecord {
+        let bytes = Array(text.utf8)
+        let safe = try! SafePath(validating: path)
+        return FileRecord(path: safe, size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes), mime: MIMETable.entry(for: safe).type)
+    }
+
+    func manifest(_ version: String, _ files: [FileRecord]) throws -> Manifest {
+        try Manifest(
+            id: PackageID("shop"), version: SemanticVersion(version), createdAt: Timestamp(secondsSinceEpoch: 1_700_000_000),
+            scope: Scope(hosts: [HostPattern("m.shop.com")]), files: files)
+    }
+
+    func objects(_ manifests: [Manifest]) -> [String: ContentObject] {
+        var map: [String: ContentObject] = [:]
+        for file in manifests.flatMap(\.files) { map[file.sha256] = ContentObject(size: file.size / 2 + 1, sha256: String(file.sha256.reversed()), gzip: true) }
+        return map
+    }
+
+    @Test("a patch rebuilds the target manifest byte for byte from its base, and from nothing")
+    func rebuilds() throws {
+        let base = try manifest("1.0.0", [record("index.html", "<h1>1</h1>"), record("app.css", "a{}"), record("old.js", "old")])
+        let target = try manifest("1.1.0", [record("index.html", "<h1>2</h1>"), record("app.css", "a{}"), record("new.js", "new")])
+        let patch = try ManifestPatch.make(from: base, to: target, signature: "c2lnbmF0dXJl", objects: objects([base, target]))
+        #expect(patch.removed.map(\.value) == ["old.js"])
+        #expect(patch.set.map(\.file.path.value) == ["index.html", "new.js"], "unchanged files are not in the patch")
+        let rebuilt = try patch.apply(to: base)
+        #expect(rebuilt.bytes == target.canonicalBytes && rebuilt.manifest == target)
+        let decoded = try ManifestPatch.decode(patch.canonicalBytes)
+        #expect(decoded == patch && decoded.signature == "c2lnbmF0dXJl")
+        let whole = try ManifestPatch.make(from: nil, to: target, signature: nil, objects: objects([target]))
+        #expect(whole.set.count == 3 && whole.removed.isEmpty)
+        #expect(try whole.apply(to: nil).bytes == target.canonicalBytes)
+        #expect(try whole.apply(to: base).bytes == target.canonicalBytes, "the patch from nothing ignores a base")
+    }
+
+    @Test("a patch refuses another base, builds nothing but a valid manifest, and is read only in canonical form")
+    func refusals() throws {
+        let base = try manifest("1.0.0", [record("index.html", "<h1>1</h1>")])
+        let other = try manifest("1.0.0", [record("index.html", "<h1>other</h1>")])
+        let target = try manifest("1.1.0", [record("index.html", "<h1>2</h1>")])
+        let patch = try ManifestPatch.make(from: base, to: target, signature: nil, objects: objects([base, target]))
+        #expect(throws: ManifestPatchError.self) { try patch.apply(to: other) }
+        #expect(throws: ManifestPatchError.self) { try patch.apply(to: nil) }
+        var tampered = patch
+        tampered.set[0].file.sha256 = String(repeating: "0", count: 64)
+        #expect(throws: ManifestPatchError.invalidResult(.contentHashMismatch(claimed: target.contentHash, computed: try manifest("1.1.0", [tampered.set[0].file]).contentHash))) {
+            try tampered.apply(to: base)
+        }
+        var spaced = patch.canonicalBytes
+        spaced.insert(UInt8(ascii: " "), at: 1)
+        #expect(throws: ManifestPatchError.self) { try ManifestPatch.decode(spaced) }
+        #expect(throws: ManifestPatchError.missingObject(target.files[0].sha256)) {
+            try ManifestPatch.make(from: base, to: target, signature: nil, objects: [:])
+        }
+    }
+
+    @Test("a catalog entry's content round-trips, and a reader that does not know the field still reads the entry")
+    func catalogContent() throws {
+        let content = CatalogContent(
+            manifest: String(repeating: "a", count: 64), objects: "objects/",
+            patches: [
+                CatalogPatch(from: try SemanticVersion("1.0.0"), url: "patches/shop/1.1.0/from-1.0.0.json.gz", size: 900, sha256: String(repeating: "b", count: 64)),
+                CatalogPatch(from: nil, url: "patches/shop/1.1.0/full.json.gz", size: 4000, sha256: String(repeating: "c", count: 64)),
+            ])
+        let catalog = try Catalog(expires: Timestamp(secondsSinceEpoch: 2_000_000_000), packages: [
+            CatalogEntry(id: PackageID("shop"), version: SemanticVersion("1.1.0"), url: "shop-1.1.0.zip", size: 100, sha256: String(repeating: "d", count: 64), content: content),
+        ])
+        let decoded = try Catalog.decode(catalog.canonicalBytes)
+        #expect(decoded.packages.first?.content == content && decoded.packages.first?.content?.patch(from: nil)?.size == 4000)
+        // What an updater built before the field reads: the same entry, the field ignored (catalog readers ignore
+        // fields they do not know).
+        struct OldWire: Decodable {
+            struct Entry: Decodable { let id: String; let version: String; let url: String; let size: Int64; let sha256: String }
+            let schema: Int
+            let packages: [Entry]
+        }
+        let old = try JSONDecoder().decode(OldWire.self, from: Data(catalog.canonicalBytes))
+        #expect(old.schema == 1 && old.packages.first?.url == "shop-1.1.0.zip")
+        #expect(throws: CatalogError.self) {
+            try Catalog(expires: Timestamp(secondsSinceEpoch: 2_000_000_000), packages: [
+                CatalogEntry(id: PackageID("shop"), version: SemanticVersion("1.1.0"), url: "x.zip", size: 1, sha256: String(repeating: "d", count: 64),
+                             content: CatalogContent(manifest: "nothex", objects: "objects/", patches: [])),
+            ])
+        }
+    }
+}

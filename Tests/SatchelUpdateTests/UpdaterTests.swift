@@ -211,3 +211,145 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
         }
     }
 }
+
+/// Four versions of one app, published as `satchel catalog` publishes them (bundles, objects, manifest patches),
+/// served by the fake CDN: each version changes a few of its 60 files.
+private struct ContentRelease {
+    let key = SigningKey.generate()
+    let origin = FakeOrigin()
+    let base = "https://cdn.example/releases/"
+    let folder: String
+    var bundles: [String: String] = [:]
+    var catalog: Catalog!
+
+    init(folder: String) throws {
+        self.folder = folder
+        var files = (0..<60).reduce(into: [String: String]()) { $0["assets/chunk-\($1).js"] = "export const chunk\($1) = \"" + String(repeating: "v1-\($1) ", count: 300) + "\";" }
+        files["index.html"] = "<h1>1.0.0</h1>"
+        for (index, version) in ["1.0.0", "1.1.0", "1.2.0", "1.3.0"].enumerated() {
+            if index > 0 {
+                files["index.html"] = "<h1>\(version)</h1>"
+                files["assets/chunk-\(index).js"] = "export const chunk\(index) = \"" + String(repeating: "\(version)-\(index) ", count: 300) + "\";"
+                files["assets/new-\(index).js"] = "export default \(index);"
+            }
+            bundles[version] = try pack(version, files)
+        }
+        let contents = try ReleaseFolder.read(folder + "/release", baseURL: "")
+        catalog = try Catalog(expires: Timestamp(secondsSinceEpoch: 4_000_000_000), packages: contents.entries)
+        let bytes = catalog.canonicalBytes
+        origin.put(base + "catalog.json", bytes)
+        origin.put(base + "catalog.json.sig", Array(try key.signature(for: bytes).base64.utf8))
+        let enumerator = FileManager.default.enumerator(atPath: folder + "/release")!
+        while let relative = enumerator.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder + "/release/" + relative, isDirectory: &isFolder), !isFolder.boolValue {
+                origin.put(base + relative, try readBytes(folder + "/release/" + relative))
+            }
+        }
+    }
+
+    func pack(_ version: String, _ files: [String: String]) throws -> String {
+        let source = folder + "/src-\(version)"
+        try makeTree(source, files)
+        let options = PackOptions(
+            id: try PackageID("shop"), version: try SemanticVersion(version), scope: try Scope(hosts: [HostPattern("m.shop.example")]),
+            signingKey: key, sourceDateEpoch: 1_700_000_000)
+        return try Packer.pack(source: source, options: options, outputFolder: folder + "/release").bundle
+    }
+
+    var newest: CatalogEntry { catalog.packages.last! }
+
+    /// The URL of the object of `path` in the newest version.
+    func objectURL(of path: String) throws -> String {
+        let manifest = try BundleReader(path: bundles["1.3.0"]!).manifest
+        let file = try #require(manifest.files.first { $0.path.value == path })
+        let enumerator = FileManager.default.enumerator(atPath: folder + "/release/objects")!
+        while let relative = enumerator.nextObject() as? String {
+            if relative.contains(file.sha256) { return base + "objects/" + relative }
+        }
+        throw CocoaError(.fileNoSuchFile)
+    }
+
+    func store(_ name: String, builtIn: String? = nil) throws -> PackageStore {
+        try PackageStore(root: folder + "/" + name, configuration: StoreConfiguration(trustedKeys: [key.verifyingKey], builtIns: builtIn.map { [$0] } ?? []))
+    }
+
+    func updater(_ store: PackageStore) -> Updater {
+        Updater(store: store, fetcher: origin, options: UpdaterOptions(
+            catalogURL: base + "catalog.json", trustedKeys: [key.verifyingKey],
+            retry: RetryPolicy(attempts: 3, initialDelay: .milliseconds(1), maxDelay: .milliseconds(5))))
+    }
+}
+
+@Suite("Updates from any base: objects and manifest patches")
+struct ObjectsUpdateTests {
+    @Test("three versions behind: the patch from the installed version and only the changed contents are fetched; the version installed is the published one")
+    func fromThreeBehind() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try ContentRelease(folder: folder)
+            let store = try release.store("store")
+            try store.install(bundle: release.bundles["1.0.0"]!)
+            let report = try await release.updater(store).run()
+            let outcome = try #require(report.outcomes.first)
+            #expect(report.failures.isEmpty)
+            #expect(outcome.via == "objects" && outcome.patchFrom == "1.0.0" && outcome.to == "1.3.0", "\(outcome)")
+            // index.html, three changed chunks and three new files: 7 contents.
+            #expect(outcome.objects == 7)
+            #expect(outcome.downloadedBytes < release.newest.size / 5, "\(outcome.downloadedBytes) of a \(release.newest.size)-byte bundle")
+            #expect(try store.installedManifest(PackageID("shop"), SemanticVersion("1.3.0")) == (try BundleReader(path: release.bundles["1.3.0"]!).manifest))
+            #expect(try store.check().isEmpty)
+            let fetched = release.origin.requests.map(\.url)
+            #expect(!fetched.contains { $0.hasSuffix(".zip") }, "no bundle or delta was downloaded: \(fetched)")
+        }
+    }
+
+    @Test("from the built-in bundle: the rest is copied out of its archive")
+    func fromBuiltIn() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try ContentRelease(folder: folder)
+            let store = try release.store("store", builtIn: release.bundles["1.1.0"]!)
+            let outcome = try #require(try await release.updater(store).run().outcomes.first)
+            #expect(outcome.via == "objects" && outcome.patchFrom == "1.1.0", "\(outcome)")
+            #expect(outcome.install?.delta?.from == "1.1.0" && (outcome.install?.delta?.copied ?? 0) > 50, "\(String(describing: outcome.install?.delta))")
+            #expect(try store.check().isEmpty)
+        }
+    }
+
+    @Test("a connection broken in the middle of an object: that object resumes, the version installs")
+    func resumes() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try ContentRelease(folder: folder)
+            let store = try release.store("store")
+            try store.install(bundle: release.bundles["1.2.0"]!)
+            let object = try release.objectURL(of: "assets/chunk-3.js")
+            release.origin.cutNext(object, after: 10)
+            let outcome = try #require(try await release.updater(store).run().outcomes.first)
+            #expect(outcome.via == "objects" && outcome.resumed, "\(outcome)")
+            let tries = release.origin.requests.filter { $0.url == object }
+            #expect(tries.count == 2 && tries[1].headers["Range"] == "bytes=10-", "\(tries.map(\.headers))")
+            #expect(try store.check().isEmpty)
+        }
+    }
+
+    @Test("a corrupted object is refused: the update falls back to the delta or the bundle; with those corrupted too, nothing installed changes")
+    func corruptObject() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try ContentRelease(folder: folder)
+            let store = try release.store("store")
+            try store.install(bundle: release.bundles["1.2.0"]!)
+            let object = try release.objectURL(of: "assets/chunk-3.js")
+            release.origin.put(object, Array("not the object".utf8) + [UInt8](repeating: 7, count: 200))
+            let outcome = try #require(try await release.updater(store).run().outcomes.first)
+            #expect(outcome.via == "full" && (outcome.objectsFallback ?? "").contains(object), "\(outcome)")
+            #expect(try store.check().isEmpty)
+
+            let again = try release.store("store2")
+            try again.install(bundle: release.bundles["1.2.0"]!)
+            release.origin.put(release.base + "shop-1.3.0.zip", [UInt8](repeating: 1, count: 1000))
+            let before = try treeSnapshot(folder + "/store2") { $0 == "lock" || $0.hasPrefix("downloads") }
+            let report = try await release.updater(again).run()
+            #expect(report.outcomes.isEmpty && report.failures.count == 1)
+            #expect(try treeSnapshot(folder + "/store2") { $0 == "lock" || $0.hasPrefix("downloads") } == before)
+        }
+    }
+}

@@ -69,7 +69,8 @@ public struct Catalog: Hashable, Sendable {
                 CatalogEntry(
                     id: entry.id, version: entry.version, url: entry.url, size: entry.size, sha256: entry.sha256,
                     minRuntime: entry.minRuntime,
-                    deltas: entry.deltas.map { CatalogDelta(from: $0.from, url: $0.url, size: $0.size, sha256: $0.sha256) })
+                    deltas: entry.deltas.map { CatalogDelta(from: $0.from, url: $0.url, size: $0.size, sha256: $0.sha256) },
+                    content: entry.content.map { CatalogContent(manifest: $0.manifest, objects: $0.objects, patches: $0.patches) })
             })
     }
 
@@ -82,6 +83,7 @@ public struct Catalog: Hashable, Sendable {
             let sha256: String
             let minRuntime: SemanticVersion?
             let deltas: [Delta]
+            let content: CatalogContent?
         }
         struct Delta: Decodable {
             let from: SemanticVersion
@@ -106,11 +108,15 @@ public struct CatalogEntry: Hashable, Sendable {
     public var minRuntime: SemanticVersion?
     /// Sorted by base version in a ``Catalog``.
     public var deltas: [CatalogDelta]
+    /// The version as content-addressed objects and manifest patches (docs/formats.md, "Objects and patches"); nil in
+    /// catalogs written before them, and ignored by updaters written before them.
+    public var content: CatalogContent?
 
     public init(
         id: PackageID, version: SemanticVersion, url: String, size: Int64, sha256: String, minRuntime: SemanticVersion? = nil,
-        deltas: [CatalogDelta] = []
+        deltas: [CatalogDelta] = [], content: CatalogContent? = nil
     ) {
+        self.content = content
         self.id = id
         self.version = version
         self.url = url
@@ -138,6 +144,17 @@ public struct CatalogEntry: Hashable, Sendable {
             guard bases.insert(delta.from).inserted else { throw .invalidEntry(name, reason: "lists the delta from \(delta.from) twice") }
             try Self.checkDownload(url: delta.url, size: delta.size, sha256: delta.sha256, in: "\(name) (delta from \(delta.from))")
         }
+        if let content {
+            guard Digests.isSHA256Hex(content.manifest) else { throw .invalidEntry(name, reason: "content.manifest must be 64 lower-case hex digits") }
+            guard !content.objects.isEmpty, !content.objects.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
+                throw .invalidEntry(name, reason: "content.objects must be a URL")
+            }
+            var froms = Set<SemanticVersion?>()
+            for patch in content.patches {
+                guard froms.insert(patch.from).inserted else { throw .invalidEntry(name, reason: "lists the patch from \(patch.from?.description ?? "nothing") twice") }
+                try Self.checkDownload(url: patch.url, size: patch.size, sha256: patch.sha256, in: "\(name) (patch from \(patch.from?.description ?? "nothing"))")
+            }
+        }
     }
 
     private static func checkDownload(url: String, size: Int64, sha256: String, in name: String) throws(CatalogError) {
@@ -160,7 +177,51 @@ public struct CatalogEntry: Hashable, Sendable {
             }),
         ]
         if let minRuntime { object["minRuntime"] = .string(minRuntime.description) }
+        if let content {
+            object["content"] = .object([
+                "manifest": .string(content.manifest), "objects": .string(content.objects),
+                "patches": .array(content.patches.map { patch in
+                    var fields: [String: CanonicalJSON] = ["url": .string(patch.url), "size": .integer(patch.size), "sha256": .string(patch.sha256)]
+                    if let from = patch.from { fields["from"] = .string(from.description) }
+                    return .object(fields)
+                }),
+            ])
+        }
         return .object(object)
+    }
+}
+
+/// Where a version's content-addressed objects and manifest patches are (docs/formats.md, "Objects and patches").
+public struct CatalogContent: Hashable, Sendable, Decodable {
+    /// SHA-256 of the version's `satchel.json` bytes: what a manifest rebuilt from a patch must hash to.
+    public var manifest: String
+    /// The objects' base URL (absolute, or relative to the catalog), ending in `/`.
+    public var objects: String
+    /// Patches to this version's manifest: from each other published version, and one from nothing (no `from`).
+    public var patches: [CatalogPatch]
+
+    public init(manifest: String, objects: String, patches: [CatalogPatch]) {
+        self.manifest = manifest
+        self.objects = objects
+        self.patches = patches.sorted { ($0.from.map { [$0] } ?? []).lexicographicallyPrecedes($1.from.map { [$0] } ?? []) }
+    }
+
+    /// The patch from `base` (nil: the one from nothing).
+    public func patch(from base: SemanticVersion?) -> CatalogPatch? { patches.first { $0.from == base } }
+}
+
+/// One manifest patch file (gzip-compressed `ManifestPatch`).
+public struct CatalogPatch: Hashable, Sendable, Decodable {
+    public var from: SemanticVersion?
+    public var url: String
+    public var size: Int64
+    public var sha256: String
+
+    public init(from: SemanticVersion?, url: String, size: Int64, sha256: String) {
+        self.from = from
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
     }
 }
 

@@ -1,0 +1,95 @@
+import Foundation
+import SatchelCore
+
+/// A release folder as `satchel catalog` publishes it: every bundle and delta verified, the catalog's entries for
+/// them, and the content-addressed side written beside them in the same pass (``ReleaseContent``: each file content
+/// once as an object, and each version's manifest patches from every older version of its package and from
+/// nothing). URLs are `baseURL` followed by the path in the folder.
+public enum ReleaseFolder {
+    public struct Contents: Sendable {
+        public var entries: [CatalogEntry]
+        public var objects: Int
+        public var patches: Int
+    }
+
+    public static func read(_ folder: String, baseURL: String) throws(ReleaseFolderError) -> Contents {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { throw .unreadable(folder) }
+        var entries: [String: CatalogEntry] = [:]
+        var versions: [String: (manifest: Manifest, bytes: [UInt8], signature: String?)] = [:]
+        var deltas: [(target: String, delta: CatalogDelta, file: String)] = []
+        let content = ReleaseContent(folder: folder)
+        for name in names.sorted() where (name.hasSuffix(".zip") || name.hasSuffix(".tar.gz")) && !name.hasPrefix(".") {
+            let path = folder + "/" + name
+            let digest: (size: Int64, sha256: String)
+            let reader: BundleReader
+            do {
+                digest = try FileDigest.sha256(ofFile: path)
+                reader = try BundleReader(path: path)
+                if reader.delta == nil {
+                    var sink = content.sink()
+                    try reader.readFiles(into: &sink)
+                } else {
+                    var sink = DiscardingSink()
+                    try reader.readFiles(into: &sink)
+                }
+            } catch {
+                throw .bundle(path: path, "\(error)")
+            }
+            let manifest = reader.manifest
+            let key = "\(manifest.id) \(manifest.version)"
+            if let delta = reader.delta {
+                deltas.append((key, CatalogDelta(from: delta.from, url: baseURL + name, size: digest.size, sha256: digest.sha256), name))
+            } else {
+                if let other = entries[key] { throw .twoBundles(key, name, other.url) }
+                entries[key] = CatalogEntry(
+                    id: manifest.id, version: manifest.version, url: baseURL + name, size: digest.size, sha256: digest.sha256,
+                    minRuntime: manifest.minRuntime)
+                versions[key] = (manifest, reader.manifestBytes, reader.signatureBytes.map { String(decoding: $0, as: UTF8.self) })
+            }
+        }
+        for delta in deltas {
+            guard entries[delta.target] != nil else { throw .orphanDelta(delta.file, delta.target) }
+            entries[delta.target]!.deltas.append(delta.delta)
+        }
+        // Manifest patches: to each version from every older published version of its package, and from nothing.
+        var patchCount = 0
+        for (key, target) in versions {
+            let bases = versions.values.filter { $0.manifest.id == target.manifest.id && $0.manifest.version < target.manifest.version }
+            var patches: [CatalogPatch] = []
+            do {
+                for older in [nil] + bases.map(\.manifest) {
+                    let patch = try ManifestPatch.make(from: older, to: target.manifest, signature: target.signature, objects: content.objects)
+                    let written = try content.write(patch, id: target.manifest.id, version: target.manifest.version)
+                    patches.append(CatalogPatch(from: older?.version, url: baseURL + written.path, size: written.size, sha256: written.sha256))
+                }
+            } catch let error as ManifestPatchError {
+                throw .content(key, error.description)
+            } catch let error as ReleaseContentError {
+                throw .content(key, error.description)
+            } catch {
+                throw .content(key, "\(error)")
+            }
+            patchCount += patches.count
+            entries[key]!.content = CatalogContent(manifest: Digests.sha256Hex(target.bytes), objects: baseURL + "objects/", patches: patches)
+        }
+        return Contents(entries: Array(entries.values), objects: content.objects.count, patches: patchCount)
+    }
+}
+
+public enum ReleaseFolderError: Error, Equatable, Sendable, CustomStringConvertible {
+    case unreadable(String)
+    case bundle(path: String, String)
+    case twoBundles(String, String, String)
+    case orphanDelta(String, String)
+    case content(String, String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let folder): "cannot list bundle folder \(folder)"
+        case .bundle(let path, let why): "\(path): \(why)"
+        case .twoBundles(let key, let one, let other): "two bundles hold \(key) (\(one) and \(other)); keep one format per version"
+        case .orphanDelta(let file, let target): "delta \(file) leads to \(target), which has no full bundle in the folder"
+        case .content(let key, let why): "\(key): \(why)"
+        }
+    }
+}
