@@ -4,8 +4,8 @@ import SatchelEngine
 import SatchelHTTP
 
 /// Serves a folder of bundles and catalogs (`--publish`) as plain static files, with the same Range,
-/// If-Range and ETag rules as packages. The ETag is derived from size and modification time, since these
-/// files have no manifest.
+/// If-Range and ETag rules as packages, and the caching each kind of file allows (``ReleaseCaching``). The ETag is
+/// derived from size and modification time, since these files have no manifest.
 struct StaticFolder: Sendable {
     let root: String
 
@@ -17,7 +17,8 @@ struct StaticFolder: Sendable {
         let size = Int64(info.st_size)
         let etag = "\"\(String(size, radix: 16))-\(String(Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec), radix: 16))\""
         var headers: HTTPHeaders = [
-            "Content-Type": MIMETable.entry(for: relative).type, "ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "no-cache",
+            "Content-Type": MIMETable.entry(for: relative).type, "ETag": etag, "Accept-Ranges": "bytes",
+            "Cache-Control": ReleaseCaching.cacheControl(forPublished: relative.value),
         ]
         let modified = Timestamp(secondsSinceEpoch: Int64(info.st_mtim.tv_sec))
         headers.add("Last-Modified", modified.httpDate)

@@ -30,11 +30,17 @@ struct ReleaseCLITests {
             let first = try CLI.run(args + ["--output", folder + "/a.json"])
             let second = try CLI.run(args + ["--output", folder + "/b.json"])
             #expect(first.status == 0 && second.status == 0, "\(first.stderr)")
-            #expect(first.stdout == "wrote \(folder)/a.json (unsigned): 2 bundles, 1 delta, expires 2030-01-01T00:00:00Z\n")
+            // 1.0.0 holds four distinct contents (index.html, app.js, offline.html, img/a.png) and 1.1.0 one new app.js.
+            // Patches: each version from nothing, and 1.1.0 from 1.0.0.
+            #expect(first.stdout == "wrote \(folder)/a.json (unsigned): 2 bundles, 1 delta, 5 objects, 3 manifest patches, expires 2030-01-01T00:00:00Z\n")
             #expect(try readBytes(folder + "/a.json") == readBytes(folder + "/b.json"))
             let text = try String(contentsOfFile: folder + "/a.json", encoding: .utf8)
             #expect(text.contains(#""url":"https://cdn.example/r/shop-1.0.0-1.1.0.zip""#))
-            #expect(text.hasPrefix(#"{"expires":"2030-01-01T00:00:00Z","packages":[{"deltas":[],"id":"shop""#))
+            #expect(text.hasPrefix(#"{"expires":"2030-01-01T00:00:00Z","packages":[{"content":{"manifest":""#))
+            #expect(text.contains(#""url":"https://cdn.example/r/patches/shop/1.1.0/from-1.0.0.json.gz""#))
+            #expect(FileManager.default.fileExists(atPath: folder + "/release/patches/shop/1.1.0/from-1.0.0.json.gz"))
+            let objects = try FileManager.default.subpathsOfDirectory(atPath: folder + "/release/objects").filter { $0.contains("/") }
+            #expect(objects.count == 5, "\(objects)")
         }
     }
 

@@ -320,7 +320,9 @@ struct ServerLimitTests {
     @Test("--publish serves a folder of bundles and catalogs with Range and ETag")
     func publish() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-publish-\(UUID().uuidString)").path
-        try makeTree(folder, ["catalog.json": "{\"schema\":1}", "bundles/shop-1.0.0.zip": "0123456789"])
+        try makeTree(folder, [
+            "catalog.json": "{\"schema\":1}", "bundles/shop-1.0.0.zip": "0123456789", "objects/ab/\(String(repeating: "ab", count: 32)).gz": "object",
+        ])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let fixture = try await ServerFixture(configuration: ServerConfiguration(port: 0, defaultHost: "m.shop.example", publishFolder: folder, accessLog: false))
         let client = try RawClient(port: fixture.port)
@@ -334,6 +336,12 @@ struct ServerLimitTests {
         #expect(more.first?.status == 206)
         #expect(bodyText(more.first) == "456789")
         #expect(more.last?.status == 304)
+        // What a CDN in front may keep: objects for good, bundles for a day, the catalog for a minute.
+        #expect(catalog.first?.headers["cache-control"] == "public, max-age=60, no-transform")
+        #expect(more.first?.headers["cache-control"] == "public, max-age=86400, no-transform")
+        client.send("HEAD /objects/ab/\(String(repeating: "ab", count: 32)).gz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let object = await client.responses(1, heads: [0])
+        #expect(object.first?.headers["cache-control"] == "public, max-age=31536000, immutable, no-transform")
         await fixture.stop()
     }
 }

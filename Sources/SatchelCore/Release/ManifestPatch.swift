@@ -171,3 +171,17 @@ public enum ManifestPatchError: Error, Equatable, Sendable, CustomStringConverti
         }
     }
 }
+
+/// How long a cache (a CDN, the server's own) may keep each kind of file of a release folder: objects are named by
+/// their content and never change; bundles and patches are named by version; the catalog and its signature change
+/// with every release and must be fetched again soon. `no-transform` everywhere: a compressed copy made on the way
+/// would no longer match the sizes and hashes the catalog lists.
+public enum ReleaseCaching {
+    public static func cacheControl(forPublished path: String) -> String {
+        let relative = path.hasPrefix("/") ? String(path.dropFirst()) : path
+        if relative.hasPrefix("objects/") { return "public, max-age=31536000, immutable, no-transform" }
+        if relative.hasPrefix("patches/") || relative.hasSuffix(".zip") || relative.hasSuffix(".tar.gz") { return "public, max-age=86400, no-transform" }
+        if relative.hasSuffix(Catalog.fileName) || relative.hasSuffix(Catalog.signatureFileName) { return "public, max-age=60, no-transform" }
+        return "no-cache"
+    }
+}
