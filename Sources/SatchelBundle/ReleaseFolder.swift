@@ -3,9 +3,15 @@ import SatchelCore
 
 /// A release folder as `satchel catalog` publishes it: every bundle and delta verified, the catalog's entries for
 /// them, and the content-addressed side written beside them in the same pass (``ReleaseContent``: each file content
-/// once as an object, and each version's manifest patches from every older version of its package and from
-/// nothing). URLs are `baseURL` followed by the path in the folder.
+/// once as an object, and each version's manifest patches from the ``patchBases`` newest older versions of its
+/// package and from nothing). URLs are `baseURL` followed by the path in the folder.
 public enum ReleaseFolder {
+    /// How many older versions each version gets a manifest patch from. Every patch is a line of the catalog, which
+    /// every device fetches on every release: patches from every older version would grow it with the square of the
+    /// versions kept. A device further behind takes the patch from nothing (the whole manifest, compressed) and still
+    /// fetches only the contents it lacks.
+    public static let patchBases = 8
+
     public struct Contents: Sendable {
         public var entries: [CatalogEntry]
         public var objects: Int
@@ -51,10 +57,11 @@ public enum ReleaseFolder {
             guard entries[delta.target] != nil else { throw .orphanDelta(delta.file, delta.target) }
             entries[delta.target]!.deltas.append(delta.delta)
         }
-        // Manifest patches: to each version from every older published version of its package, and from nothing.
+        // Manifest patches: to each version from its newest older versions, and from nothing.
         var patchCount = 0
         for (key, target) in versions {
             let bases = versions.values.filter { $0.manifest.id == target.manifest.id && $0.manifest.version < target.manifest.version }
+                .sorted { $0.manifest.version > $1.manifest.version }.prefix(patchBases)
             var patches: [CatalogPatch] = []
             do {
                 for older in [nil] + bases.map(\.manifest) {

@@ -268,3 +268,33 @@ struct PackerTests {
         #expect(!rules.excludes(relativePath: "index.html", isFolder: false))
     }
 }
+
+@Suite("ReleaseFolder: what satchel catalog publishes beside the bundles")
+struct ReleaseFolderTests {
+    @Test("each version gets patches from its newest older versions (at most patchBases) and from nothing; each content is one object")
+    func patchesAreBounded() throws {
+        try withTemporaryFolder { folder throws in
+            let versions = (0...ReleaseFolder.patchBases + 1).map { "1.\($0).0" }
+            for version in versions {
+                try makeTree(folder + "/src-\(version)", ["index.html": "<h1>\(version)</h1>", "app.js": "shared"])
+                var packOptions = try options(offlinePage: nil)
+                packOptions.version = try SemanticVersion(version)
+                _ = try Packer.pack(source: folder + "/src-\(version)", options: packOptions, outputFolder: folder + "/release")
+            }
+            let contents = try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/")
+            let byVersion = Dictionary(uniqueKeysWithValues: contents.entries.map { ($0.version.description, $0) })
+            let newest = try #require(byVersion[versions.last!]?.content)
+            let expectedBases = [nil] + versions.dropLast().suffix(ReleaseFolder.patchBases).map { Optional($0) }
+            #expect(newest.patches.map { $0.from?.description } == expectedBases)
+            #expect(try #require(byVersion["1.0.0"]?.content).patches.map(\.from) == [nil])
+            #expect(try #require(byVersion["1.1.0"]?.content).patches.map { $0.from?.description } == [nil, "1.0.0"])
+            // One app.js for all, one index.html per version.
+            #expect(contents.objects == versions.count + 1)
+            for patch in newest.patches {
+                #expect(patch.url.hasPrefix("https://cdn.example/patches/shop/\(versions.last!)/"))
+                let path = folder + "/release/" + patch.url.dropFirst("https://cdn.example/".count)
+                #expect(try FileDigest.sha256(ofFile: path).sha256 == patch.sha256)
+            }
+        }
+    }
+}
