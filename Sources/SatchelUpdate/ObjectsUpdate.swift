@@ -48,7 +48,7 @@ struct ObjectsUpdate {
     }
 
     /// Installs `entry` through its objects, or returns nil when that would cost at least `cheapest` bytes (what the
-    /// delta or the full bundle costs); the patch, once fetched, counts in `spent` either way.
+    /// delta or the full bundle costs); every byte received (a patch or object then refused included) counts in `spent`.
     func install(
         _ entry: CatalogEntry, content: CatalogContent, from fetched: FetchedCatalog, cheapest: Int64, spent: inout Int64,
         progress: @Sendable (Int64, Int64) -> Void
@@ -60,9 +60,9 @@ struct ObjectsUpdate {
         let patchEntry = content.patches.filter { $0.from.map(onDevice.contains) ?? false }.min { $0.size < $1.size } ?? content.patch(from: nil)
         guard let patchEntry, patchEntry.size < cheapest else { return nil }
         let patchFile = try await download.download(
-            DownloadTarget(url: try fetched.resolve(patchEntry.url), size: patchEntry.size, sha256: patchEntry.sha256), into: folder, progress: progress)
+            DownloadTarget(url: try fetched.resolve(patchEntry.url), size: patchEntry.size, sha256: patchEntry.sha256), into: folder,
+            counting: &spent, progress: progress)
         defer { unlink(patchFile.path) }
-        spent += patchFile.received
         var received = patchFile.received
         var resumed = patchFile.resumed
         let patch: ManifestPatch
@@ -117,9 +117,9 @@ struct ObjectsUpdate {
         defer { for path in downloaded { unlink(path) } }
         for (sha256, object) in needed.sorted(by: { $0.key < $1.key }) {
             let url = try fetched.resolve(content.objects + object.path(forContent: sha256))
-            let report = try await download.download(DownloadTarget(url: url, size: object.size, sha256: object.sha256), into: folder, progress: progress)
+            let report = try await download.download(
+                DownloadTarget(url: url, size: object.size, sha256: object.sha256), into: folder, counting: &spent, progress: progress)
             downloaded.append(report.path)
-            spent += report.received
             received += report.received
             resumed = resumed || report.resumed
             fetchedObjects[sha256] = object.gzip ? .gzipFile(report.path) : .file(report.path)

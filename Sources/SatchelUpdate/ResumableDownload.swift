@@ -53,6 +53,17 @@ public struct ResumableDownload: Sendable {
     public func download(
         _ target: DownloadTarget, into folder: String, progress: @Sendable (Int64, Int64) -> Void = { _, _ in }
     ) async throws(UpdateError) -> DownloadReport {
+        var spent: Int64 = 0
+        return try await download(target, into: folder, counting: &spent, progress: progress)
+    }
+
+    /// As above, adding every byte received to `spent` as it arrives, so that a download that ends in an error (a
+    /// refused hash, say) still counts what it cost.
+    public func download(
+        _ target: DownloadTarget, into folder: String, counting spent: inout Int64, progress: @Sendable (Int64, Int64) -> Void = { _, _ in }
+    ) async throws(UpdateError) -> DownloadReport {
+        var received: Int64 = 0
+        defer { spent += received }
         try Self.makeFolder(folder)
         let finished = "\(folder)/\(target.sha256).zip"
         let partial = "\(folder)/\(target.sha256).part"
@@ -61,7 +72,6 @@ public struct ResumableDownload: Sendable {
         if let digest = try? FileDigest.sha256(ofFile: finished), digest.size == target.size, digest.sha256 == target.sha256 {
             return DownloadReport(path: finished, received: 0, resumed: false, attempts: 0)
         }
-        var received: Int64 = 0
         var resumed = false
         var attempt = 0
         var restartedAfterMismatch = false
@@ -175,12 +185,12 @@ public struct ResumableDownload: Sendable {
         defer { close(descriptor) }
         do {
             for try await chunk in response.body.chunks() {
+                received += Int64(chunk.count)  // received, whether kept or refused
                 guard offset + Int64(chunk.count) <= target.size else {
                     throw UpdateError.sizeMismatch(url: target.url, expected: target.size, actual: offset + Int64(chunk.count))
                 }
                 try Self.writeAll(descriptor, chunk, path: partial)
                 offset += Int64(chunk.count)
-                received += Int64(chunk.count)
                 progress(offset, target.size)
             }
         } catch let error as UpdateError {

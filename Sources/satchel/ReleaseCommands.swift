@@ -209,8 +209,10 @@ extension Satchel {
                     case .installed:
                         let from = outcome.from.map { " (from \($0))" } ?? ""
                         let resumed = outcome.resumed ? ", resumed" : ""
-                        let fallback = outcome.deltaFallback.map { "; delta not usable: \($0)" } ?? ""
-                        Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(outcome.via ?? "?"), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)")
+                        let fallback = (outcome.objectsFallback.map { "; objects not usable: \($0)" } ?? "")
+                            + (outcome.deltaFallback.map { "; delta not usable: \($0)" } ?? "")
+                        let via = outcome.objects.map { "objects (\($0) fetched, manifest patched from \(outcome.patchFrom ?? "?"))" } ?? outcome.via ?? "?"
+                        Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(via), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)")
                     }
                 }
                 for failure in report.failures { Output.error("\(failure.id): \(failure.error)") }

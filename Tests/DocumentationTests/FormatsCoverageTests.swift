@@ -11,15 +11,17 @@ import Testing
 struct FormatsCoverageTests {
     static let sha = String(repeating: "ab", count: 32)
 
-    static func manifest() throws -> Manifest {
+    static func manifest(version: String = "1.4.0", extra: String? = nil, indexSHA256: String = sha) throws -> Manifest {
         let record = { (path: String) in FileRecord(path: try! SafePath(validating: path), size: 6, sha256: sha, mime: "text/html") }
+        var files = [FileRecord(path: try SafePath(validating: "index.html"), size: 6, sha256: indexSHA256, mime: "text/html"), record("offline.html")]
+        if let extra { files.append(record(extra)) }
         return try Manifest(
-            id: PackageID("shop"), version: SemanticVersion("1.4.0"), createdAt: Timestamp(secondsSinceEpoch: 1_700_000_000),
+            id: PackageID("shop"), version: SemanticVersion(version), createdAt: Timestamp(secondsSinceEpoch: 1_700_000_000),
             scope: Scope(hosts: [HostPattern("m.shop.com")], pathPrefix: PathPrefix("/app/")), spaFallback: true,
             offlinePage: SafePath(validating: "offline.html"),
             routes: [Route(prefix: "/app/api/", strategy: .networkFirst, timeoutMs: 3000)],
             cachePolicies: [CacheRoute(prefix: "/app/api/", policy: .staleWhileRevalidate, maxAge: 600)], minRuntime: SemanticVersion("1.0.0"),
-            files: [record("index.html"), record("offline.html")])
+            files: files)
     }
 
     static func documents() throws -> [(name: String, bytes: [UInt8])] {
@@ -27,8 +29,16 @@ struct FormatsCoverageTests {
         let catalog = try Catalog(expires: Timestamp(secondsSinceEpoch: 1_800_000_000), packages: [
             CatalogEntry(
                 id: PackageID("shop"), version: v("1.1.0"), url: "shop-1.1.0.zip", size: 10, sha256: sha, minRuntime: v("1.0.0"),
-                deltas: [CatalogDelta(from: v("1.0.0"), url: "shop-1.0.0-1.1.0.zip", size: 5, sha256: sha)]),
+                deltas: [CatalogDelta(from: v("1.0.0"), url: "shop-1.0.0-1.1.0.zip", size: 5, sha256: sha)],
+                content: CatalogContent(manifest: sha, objects: "objects/", patches: [
+                    CatalogPatch(from: nil, url: "patches/shop/1.1.0/full.json.gz", size: 9, sha256: sha),
+                    CatalogPatch(from: v("1.0.0"), url: "patches/shop/1.1.0/from-1.0.0.json.gz", size: 3, sha256: sha),
+                ])),
         ])
+        let changed = String(repeating: "cd", count: 32)
+        let patch = try ManifestPatch.make(
+            from: manifest(version: "1.3.0", extra: "old.css"), to: manifest(indexSHA256: changed), signature: "c2ln",
+            objects: [changed: ContentObject(size: 4, sha256: sha, gzip: true)])
         let delta = try DeltaManifest(from: v("1.0.0"), fromContentHash: sha, deleted: [SafePath(validating: "old.css")])
         let state = PackageState(
             active: v("1.2.0"), trial: v("1.2.0"), launches: 1, history: [v("1.0.0"), v("1.1.0")], unconfirmed: [v("1.1.0")],
@@ -38,7 +48,7 @@ struct FormatsCoverageTests {
             requestTime: 1, responseTime: 2)
         return [
             ("satchel.json", try manifest().canonicalBytes), ("catalog.json", catalog.canonicalBytes),
-            ("satchel-delta.json", delta.canonicalBytes), ("state.json", state.canonicalBytes),
+            ("satchel-delta.json", delta.canonicalBytes), ("patches/<id>/<version>/from-<base>.json.gz", patch.canonicalBytes), ("state.json", state.canonicalBytes),
             ("cache.json", Array(#"{"layout":1}"#.utf8)),
             ("entries/<xx>/<id>.json", try #require(CacheStore.record(key: "https://api.example/x", stored: cached, bodyLength: 5))),
         ]
@@ -51,7 +61,7 @@ struct FormatsCoverageTests {
         return []
     }
 
-    @Test("every field of the manifest, catalog, delta manifest, state.json and the HTTP cache's records is named in docs/formats.md")
+    @Test("every field of the manifest, catalog, delta manifest, manifest patch, state.json and the HTTP cache's records is named in docs/formats.md")
     func everyFieldDescribed() throws {
         let spec = try Repository.text("docs/formats.md")
         for (name, bytes) in try Self.documents() {

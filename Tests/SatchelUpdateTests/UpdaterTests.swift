@@ -341,6 +341,9 @@ struct ObjectsUpdateTests {
             release.origin.put(object, Array("not the object".utf8) + [UInt8](repeating: 7, count: 200))
             let outcome = try #require(try await release.updater(store).run().outcomes.first)
             #expect(outcome.via == "full" && (outcome.objectsFallback ?? "").contains(object), "\(outcome)")
+            // The bytes spent on the patch and on the refused object count, besides the bundle's.
+            let patch = try #require(release.newest.content?.patch(from: try SemanticVersion("1.2.0")))
+            #expect(outcome.downloadedBytes > release.newest.size + patch.size, "\(outcome.downloadedBytes)")
             #expect(try store.check().isEmpty)
 
             let again = try release.store("store2")

@@ -63,6 +63,25 @@ def satchel_binary():
     return binary
 
 
+def older_satchel(commit):
+    """The satchel CLI as built from `commit` of this repository, for tests of what an updater already in the field does
+    with today's formats. Built once from `git archive` into .build-older/<commit> (a debug build, a few minutes) and
+    kept there; the clone needs its history (CI's clean clone has it)."""
+    folder = ROOT / ".build-older" / commit
+    binary = folder / ".build" / "debug" / "satchel"
+    if binary.exists():
+        return binary
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit], capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"cannot read commit {commit} of {ROOT} (a shallow clone?): {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    print(f"building satchel as of {commit} (once, into {folder})...", file=sys.stderr)
+    subprocess.run(["swift", "build", "--product", "satchel"], cwd=folder, check=True, stdout=sys.stderr)
+    return binary
+
+
 def free_port():
     """A loopback port nothing listens on now: for a server to come, or as an origin that is down."""
     with socket.socket() as sock:
