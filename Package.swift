@@ -39,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     ],
     targets: [
         .systemLibrary(
@@ -53,7 +54,10 @@ let package = Package(
         ),
         .target(
             name: "SatchelCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+            ]
         ),
         .target(
             name: "SatchelArchive",

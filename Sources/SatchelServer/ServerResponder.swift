@@ -25,6 +25,7 @@ public final class ServerResponder: Sendable {
     public let log: RequestLog
     let logger: Logger
     let publish: StaticFolder?
+    let reports: ReportLog?
     /// The HTTP cache in front of the network, for the status page.
     public let cache: HTTPCache?
 
@@ -39,6 +40,8 @@ public final class ServerResponder: Sendable {
         self.log = log
         self.logger = logger
         publish = configuration.publishFolder.map { StaticFolder(root: $0) }
+        // `satchel serve` checks the file can be opened before it starts.
+        reports = configuration.publishFolder == nil ? nil : configuration.reportsFile.flatMap { try? ReportLog(path: $0) }
         redactedParameters = (loader.engine.configuration.bodyChannels ?? BodyChannels()).allParameters
     }
 
@@ -218,6 +221,9 @@ public final class ServerResponder: Sendable {
             url = engineURL
         case .ownAddress(let engineURL):
             if let publish, let response = publish.respond(to: ResourceRequest(method: request.method, url: request.target.pathAndQuery, headers: request.headers), path: String(request.target.path)) {
+                if let reports, request.target.path.hasSuffix("/" + Catalog.fileName) {
+                    reports.appendHeaders(channel: request.headers[DeviceReport.channelHeader], report: request.headers[DeviceReport.reportHeader])
+                }
                 return (response, "published", .none)
             }
             url = engineURL
@@ -300,6 +306,13 @@ public final class ServerResponder: Sendable {
                 case .invalidID: status = 400
                 }
                 return Self.error(status, error.description)
+            }
+        case ("POST", "/_satchel/reports") where reports != nil:
+            do {
+                reports!.append(try DeviceReport.decode(body ?? []), via: "post")
+                return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
+            } catch {
+                return Self.error(400, error.description)
             }
         case ("GET", "/_satchel/status.json"):
             return Self.text(200, statusJSON(), type: "application/json; charset=utf-8")

@@ -14,7 +14,7 @@ enum StatusPage {
             <td>\(package.hosts.map(escape).joined(separator: "<br>"))</td><td><code>\(escape(package.pathPrefix))</code></td>\
             <td class="num">\(package.fileCount)</td><td class="num">\(formatBytes(package.bytes))</td>\
             <td>\(package.otherVersions.map(escape).joined(separator: ", "))</td>\
-            <td>\(package.builtIn.map { "<span class=\"badge built-in\">\(escape($0))</span>" } ?? "")</td></tr>
+            <td>\(package.builtIn.map { "<span class=\"badge built-in\">\(escape($0))</span>" } ?? "")</td><td>\(escape(package.channel))</td></tr>
             """
         }.joined(separator: "\n")
         let requestRows = requests.prefix(100).map { entry in
@@ -50,7 +50,7 @@ enum StatusPage {
             <p>hook injection \(configuration.injectHook ? "on" : "off") · body-loss emulation \(configuration.emulateBodyLoss ? "on" : "off") · <a style="color:#cbd5e0" href="/_satchel/status.json">status.json</a></p></header>
             <main>
             <h2>Packages (\(packages.count))</h2>
-            <table id="packages"><tr><th>Package</th><th>Active</th><th>State</th><th>Hosts</th><th>Prefix</th><th>Files</th><th>Size</th><th>Other versions</th><th>Built-in</th></tr>
+            <table id="packages"><tr><th>Package</th><th>Active</th><th>State</th><th>Hosts</th><th>Prefix</th><th>Files</th><th>Size</th><th>Other versions</th><th>Built-in</th><th>Channel</th></tr>
             \(packageRows.isEmpty ? "<tr><td colspan=9 class=empty>no packages installed</td></tr>" : packageRows)
             </table>
             <h2>Latest requests</h2>

@@ -64,6 +64,7 @@ extension PackageStore {
     /// Every package, for `satchel list` and the status page.
     public func list() throws(StoreError) -> [InstalledPackage] {
         var packages: [InstalledPackage] = []
+        let channel = self.channel
         for id in try packageIDs() {
             guard let state = try state(of: id) else { continue }
             let builtIn = builtIns[id]
@@ -77,9 +78,27 @@ extension PackageStore {
                 otherVersions: versionFolders(of: id).filter { $0 != state.active }.map(\.description),
                 builtIn: builtIn?.version.description, builtInBundle: builtIn?.bundle.path,
                 hosts: manifest?.scope.hosts.map(\.value) ?? [], pathPrefix: manifest?.scope.pathPrefix.value ?? "",
-                fileCount: manifest?.files.count ?? 0, bytes: manifest?.totalSize ?? 0))
+                fileCount: manifest?.files.count ?? 0, bytes: manifest?.totalSize ?? 0, channel: channel))
         }
         return packages
+    }
+
+    /// The release channel the store follows: `store.json`'s optional `channel`, else `production`.
+    public var channel: String {
+        struct Wire: Decodable { let channel: String? }
+        guard let bytes = try? FileSystem.read(layout.storeFile), let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { return "production" }
+        return wire.channel ?? "production"
+    }
+
+    /// Remembers the channel in `store.json` (atomically, under the store lock). Readers from before channels
+    /// ignore the field (docs/formats.md, "Store layout").
+    public func setChannel(_ name: String) throws(StoreError) {
+        guard name != channel else { return }
+        try withStoreLock { () throws(StoreError) in
+            var object: [String: CanonicalJSON] = ["layout": .integer(Int64(StoreLayout.version))]
+            if name != "production" { object["channel"] = .string(name) }
+            try FileSystem.writeAtomically(CanonicalJSON.object(object).bytes, to: layout.storeFile)
+        }
     }
 
     /// Re-verifies every file of every active version against its manifest (size and SHA-256), that an installed

@@ -91,6 +91,8 @@ public struct InstalledPackage: Sendable, Equatable, Codable {
     public var pathPrefix: String
     public var fileCount: Int
     public var bytes: Int64
+    /// The release channel the store follows (store-wide; shown per package).
+    public var channel: String
 }
 
 /// A difference between an active version on disk and its manifest.

@@ -40,15 +40,15 @@ public struct CatalogClient: Sendable {
         self.retry = retry
     }
 
-    public func fetch(_ url: String, trustedKeys: [VerifyingKey], now: Timestamp) async throws(UpdateError) -> FetchedCatalog {
+    /// `headers` go with the catalog request (the device's report, docs/formats.md "Device reports").
+    public func fetch(_ url: String, trustedKeys: [VerifyingKey], now: Timestamp, headers extra: HTTPHeaders = HTTPHeaders()) async throws(UpdateError) -> FetchedCatalog {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .invalidURL(url)
         }
         try ResumableDownload.makeFolder(cacheFolder)
-        let cacheName = "catalog-" + String(Digests.sha256Hex(Array(url.utf8)).prefix(16))
-        let cachedBody = "\(cacheFolder)/\(cacheName).json"
+        let cachedBody = cachePath(for: url)
         let cachedTag = cachedBody + ".etag"
-        var headers = HTTPHeaders()
+        var headers = extra
         let cached = try? Data(contentsOf: URL(fileURLWithPath: cachedBody))
         if cached != nil, let tag = try? String(contentsOfFile: cachedTag, encoding: .utf8), !tag.isEmpty {
             headers.add("If-None-Match", tag)
@@ -88,6 +88,16 @@ public struct CatalogClient: Sendable {
         do { catalog = try Catalog.decode(bytes) } catch { throw .catalog(url: url, error) }
         guard !catalog.isExpired(at: now) else { throw .catalogExpired(url: url, expires: catalog.expires, now: now) }
         return FetchedCatalog(url: url, catalog: catalog, signed: signed, notModified: notModified)
+    }
+
+    func cachePath(for url: String) -> String {
+        "\(cacheFolder)/catalog-" + String(Digests.sha256Hex(Array(url.utf8)).prefix(16)) + ".json"
+    }
+
+    /// The copy of `url`'s catalog kept from the last fetch, unchecked (for what a device reports before it fetches).
+    public func cached(_ url: String) -> Catalog? {
+        guard let data = FileManager.default.contents(atPath: cachePath(for: url)) else { return nil }
+        return try? Catalog.decode(Array(data))
     }
 
     /// A small GET, retried with backoff on network errors and 5xx.

@@ -19,6 +19,9 @@ public enum UpdateError: Error, Equatable, Sendable, CustomStringConvertible {
     case catalogUnsigned(url: String)
     case catalogSignatureInvalid(url: String)
     case catalogExpired(url: String, expires: Timestamp, now: Timestamp)
+    /// The catalog's serial is below one this store accepted before: a replay (from a CDN or an attacker) of a
+    /// catalog from before a halt or a revocation.
+    case catalogReplayed(url: String, serial: Int64, last: Int64)
     case plan(UpdatePlanError)
     /// The download is not the size the catalog lists.
     case sizeMismatch(url: String, expected: Int64, actual: Int64)
@@ -42,6 +45,8 @@ public enum UpdateError: Error, Equatable, Sendable, CustomStringConvertible {
         case .catalogUnsigned(let url): "\(url) has no signature (\(Catalog.signatureFileName)), but a public key is trusted"
         case .catalogSignatureInvalid(let url): "\(url): signature does not match the catalog for any trusted public key"
         case .catalogExpired(let url, let expires, let now): "\(url) expired at \(expires) (now \(now)); refusing a stale catalog"
+        case .catalogReplayed(let url, let serial, let last):
+            "\(url) has serial \(serial), below the \(last) this store accepted before; refusing a replayed catalog"
         case .plan(let error): "\(error)"
         case .sizeMismatch(let url, let expected, let actual): "\(url) is \(actual) bytes, the catalog says \(expected)"
         case .checksumMismatch(let url, let expected, let actual): "\(url) has sha256 \(actual), the catalog says \(expected)"

@@ -20,9 +20,14 @@ public enum UpdateProgress: Sendable {
 
 /// What happened to one package.
 public struct UpdateOutcome: Sendable, Equatable, Codable {
-    public enum Action: String, Sendable, Codable { case installed, upToDate = "up-to-date" }
+    public enum Action: String, Sendable, Codable { case installed, upToDate = "up-to-date", rolledBack = "rolled-back" }
     public var id: String
     public var action: Action
+    /// Why (updated, up-to-date, outside-rollout, halted, revoked), the release the catalog offers this package and
+    /// the device's cohort (0-999) for it.
+    public var decision: UpdatePlan.Decision?
+    public var release: String?
+    public var cohort: Int?
     public var from: String?
     public var to: String
     /// "objects", "delta" or "full" when something was installed.
@@ -42,6 +47,9 @@ public struct UpdateOutcome: Sendable, Equatable, Codable {
 
 public struct UpdateReport: Sendable {
     public var catalog: FetchedCatalog
+    public var channel: ReleaseChannel = .production
+    /// What was sent to the catalog's report URL, and the error if that failed (nil: no report URL).
+    public var reportPost: String?
     public var outcomes: [UpdateOutcome]
     public var failures: [(id: String, error: UpdateError)]
 }
@@ -56,12 +64,19 @@ public struct UpdaterOptions: Sendable {
     public var packages: [PackageID]
     public var timeouts: FetchTimeouts
     public var retry: RetryPolicy
+    /// The channel to follow; nil keeps the one the store followed last (production at first). Its catalog is
+    /// `channels/<name>/catalog.json` beside `catalogURL`, which is production's.
+    public var channel: ReleaseChannel?
+    /// Send the device's report with the catalog request and to the catalog's report URL.
+    public var sendsReports: Bool
 
     public init(
         catalogURL: String, trustedKeys: [VerifyingKey] = [], runtime: SemanticVersion? = nil, allowDowngrade: Bool = false,
         packages: [PackageID] = [], timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(15), responseHead: .seconds(60), idle: .seconds(60)),
-        retry: RetryPolicy = RetryPolicy()
+        retry: RetryPolicy = RetryPolicy(), channel: ReleaseChannel? = nil, sendsReports: Bool = true
     ) {
+        self.channel = channel
+        self.sendsReports = sendsReports
         self.catalogURL = catalogURL
         self.trustedKeys = trustedKeys
         self.runtime = runtime
@@ -95,16 +110,34 @@ public struct Updater: Sendable {
         progress: @Sendable (UpdateProgress) -> Void = { _ in }
     ) async throws(UpdateError) -> UpdateReport {
         let client = CatalogClient(fetcher: fetcher, cacheFolder: downloadsFolder, timeouts: options.timeouts, retry: options.retry)
-        let fetched = try await client.fetch(options.catalogURL, trustedKeys: options.trustedKeys, now: now)
+        var record = UpdaterRecord.load(from: downloadsFolder)
+        let channel = options.channel ?? (try? ReleaseChannel(store.channel)) ?? .production
+        let catalogURL = try Self.catalogURL(for: channel, production: options.catalogURL)
+        let reporter = DeviceReporter(store: store, record: record, channel: channel, runtime: options.runtime)
+        var headers = HTTPHeaders()
+        if options.sendsReports {
+            // Before the fetch the device knows the catalog it last accepted: it reports what that offered it.
+            for field in reporter.report(offering: client.cached(catalogURL)).headerFields { headers.add(field.name, field.value) }
+        }
+        let fetched = try await client.fetch(catalogURL, trustedKeys: options.trustedKeys, now: now, headers: headers)
+        if let last = record.serials[catalogURL], fetched.catalog.serial < last {
+            throw .catalogReplayed(url: catalogURL, serial: fetched.catalog.serial, last: last)
+        }
+        record.serials[catalogURL] = fetched.catalog.serial
+        try record.save(to: downloadsFolder)
+        do { try store.setChannel(channel.name) } catch { throw .store(error) }
         progress(.catalog(fetched))
         removeStaleDownloads(keeping: fetched.catalog)
         let installed: [PackageID]
         do { installed = try store.packageIDs() } catch { throw .store(error) }
         let wanted = options.packages.isEmpty ? fetched.catalog.packageIDs.filter(installed.contains) : options.packages
-        var report = UpdateReport(catalog: fetched, outcomes: [], failures: [])
+        var report = UpdateReport(catalog: fetched, channel: channel, outcomes: [], failures: [])
+        if options.sendsReports, let reportURL = fetched.catalog.reportURL {
+            report.reportPost = await post(reporter.report(offering: fetched.catalog), to: reportURL, from: fetched)
+        }
         for id in wanted {
             do {
-                let outcome = try await update(id, from: fetched, progress: progress)
+                let outcome = try await update(id, from: fetched, record: &record, progress: progress)
                 report.outcomes.append(outcome)
                 progress(.finished(outcome))
             } catch {
@@ -112,7 +145,31 @@ public struct Updater: Sendable {
                 report.failures.append((id.value, error))
             }
         }
+        try record.save(to: downloadsFolder)
         return report
+    }
+
+    /// Production's catalog is `production` itself; another channel's is `channels/<name>/catalog.json` beside it.
+    public static func catalogURL(for channel: ReleaseChannel, production: String) throws(UpdateError) -> String {
+        guard channel != .production else { return production }
+        guard let base = URL(string: production), let url = URL(string: channel.relativeCatalogPath, relativeTo: base)?.absoluteURL else {
+            throw .invalidURL(production)
+        }
+        return url.absoluteString
+    }
+
+    /// POSTs the report; a failure is said, never fatal (the report is a courtesy to the release side).
+    private func post(_ report: DeviceReport, to reference: String, from fetched: FetchedCatalog) async -> String {
+        do {
+            let url = try fetched.resolve(reference)
+            let body = report.canonicalJSON.bytes
+            let request = ResourceRequest(method: "POST", url: url, headers: ["Content-Type": "application/json"], body: body)
+            let response = try await fetcher.fetch(request, timeouts: options.timeouts)
+            for try await _ in response.body.chunks() {}
+            return (200..<300).contains(response.status) ? "sent to \(url)" : "\(url) answered HTTP \(response.status)"
+        } catch {
+            return "not sent: \(error)"
+        }
     }
 
     /// Partial and finished downloads are named by their SHA-256; those the catalog no longer lists can never
@@ -134,72 +191,119 @@ public struct Updater: Sendable {
     }
 
     /// Updates one package from an already fetched catalog.
-    public func update(_ id: PackageID, from fetched: FetchedCatalog, progress: @Sendable (UpdateProgress) -> Void = { _ in }) async throws(UpdateError) -> UpdateOutcome {
+    public func update(
+        _ id: PackageID, from fetched: FetchedCatalog, record: inout UpdaterRecord, progress: @Sendable (UpdateProgress) -> Void = { _ in }
+    ) async throws(UpdateError) -> UpdateOutcome {
         let active: SemanticVersion?
         do { active = try store.state(of: id)?.active } catch { throw .store(error) }
         let installed = UpdatePlan.Installed(active: active, versions: Set(store.installedVersions(of: id)))
-        let plan: UpdatePlan
+        let choice: UpdatePlan.Choice
+        let cohorts = record.cohorts
         do {
-            plan = try UpdatePlan.decide(for: id, in: fetched.catalog, installed: installed, runtime: options.runtime, allowDowngrade: options.allowDowngrade)
+            choice = try UpdatePlan.decide(
+                for: id, in: fetched.catalog, installed: installed, runtime: options.runtime, allowDowngrade: options.allowDowngrade,
+                cohort: cohorts.cohort)
         } catch { throw .plan(error) }
-        progress(.planned(plan))
+        progress(.planned(choice.plan))
+        var outcome = try await carryOut(choice.plan, for: id, from: fetched, record: &record, progress: progress)
+        outcome.decision = choice.decision
+        outcome.release = choice.offered?.description
+        outcome.cohort = choice.cohort
+        return outcome
+    }
+
+    private func carryOut(
+        _ plan: UpdatePlan, for id: PackageID, from fetched: FetchedCatalog, record: inout UpdaterRecord, progress: @Sendable (UpdateProgress) -> Void
+    ) async throws(UpdateError) -> UpdateOutcome {
         switch plan {
         case .upToDate(_, let version):
             return UpdateOutcome(id: id.value, action: .upToDate, from: version.description, to: version.description, via: nil, downloadedBytes: 0, resumed: false)
+        case .revert(_, let version):
+            // The store's own fallback rules; the revoked version is marked failed there, and why here.
+            let state: PackageState
+            do { state = try store.rollback(id) } catch { throw .store(error) }
+            record.failures[UpdaterRecord.key(id, version)] = "revoked"
+            return UpdateOutcome(id: id.value, action: .rolledBack, from: version.description, to: state.active.description, via: nil, downloadedBytes: 0, resumed: false)
         case .install(let entry, let delta, let replacing):
-            // A version that failed here is not brought back automatically (the store would refuse it anyway).
-            if (try? store.state(of: id))??.failed.contains(entry.version) == true {
-                throw .store(.failedBefore(id: id.value, version: entry.version.description))
+            do {
+                return try await install(entry, delta: delta, replacing: replacing, id: id, from: fetched, progress: progress)
+            } catch {
+                if let why = Self.failureKind(error) { record.failures[UpdaterRecord.key(id, entry.version)] = why }
+                throw error
             }
-            var outcome = UpdateOutcome(
-                id: id.value, action: .installed, from: replacing?.description, to: entry.version.description, via: nil,
-                downloadedBytes: 0, resumed: false)
-            // Only what no version on the device holds, when that costs less than the delta or the bundle.
-            if let content = entry.content {
-                let cheapest = min(delta?.size ?? entry.size, entry.size)
-                var spent: Int64 = 0
-                let objects = ObjectsUpdate(
-                    store: store, download: ResumableDownload(fetcher: fetcher, timeouts: options.timeouts, retry: options.retry),
-                    folder: downloadsFolder + "/objects")
-                let name = id.value
-                let version = entry.version.description
-                do {
-                    if let taken = try await objects.install(entry, content: content, from: fetched, cheapest: cheapest, spent: &spent, progress: { received, total in
-                        progress(.downloading(id: name, version: version, received: received, total: total))
-                    }) {
-                        outcome.install = taken.install
-                        outcome.via = "objects"
-                        outcome.downloadedBytes += taken.received
-                        outcome.resumed = taken.resumed
-                        outcome.patchFrom = taken.patchFrom
-                        outcome.objects = taken.objects
-                        return outcome
-                    }
-                    outcome.downloadedBytes += spent
-                } catch {
-                    if error == .cancelled { throw error }
-                    if case .diskFull = error { throw error }
-                    outcome.downloadedBytes += spent
-                    outcome.objectsFallback = error.description
-                }
-            }
-            if let delta {
-                do {
-                    outcome.install = try await fetchAndInstall(
-                        DownloadTarget(url: try fetched.resolve(delta.url), size: delta.size, sha256: delta.sha256),
-                        entry: entry, isDelta: true, outcome: &outcome, progress: progress)
-                    outcome.via = "delta"
-                    return outcome
-                } catch .store(let error) where Self.isDeltaMisfit(error) {
-                    outcome.deltaFallback = error.description
-                }
-            }
-            outcome.install = try await fetchAndInstall(
-                DownloadTarget(url: try fetched.resolve(entry.url), size: entry.size, sha256: entry.sha256),
-                entry: entry, isDelta: false, outcome: &outcome, progress: progress)
-            outcome.via = "full"
-            return outcome
         }
+    }
+
+    /// How a refused install is reported (docs/formats.md, "Device reports"); nil for what says nothing about the
+    /// version (the network, a cancellation, a full disk).
+    static func failureKind(_ error: UpdateError) -> String? {
+        switch error {
+        case .checksumMismatch, .sizeMismatch, .catalogMismatch, .content: "verification"
+        case .store(let error):
+            switch error {
+            case .invalidBundle, .bundleChecksumMismatch: "verification"
+            default: "install-store"
+            }
+        default: nil
+        }
+    }
+
+    private func install(
+        _ entry: CatalogEntry, delta: CatalogDelta?, replacing: SemanticVersion?, id: PackageID, from fetched: FetchedCatalog,
+        progress: @Sendable (UpdateProgress) -> Void
+    ) async throws(UpdateError) -> UpdateOutcome {
+        // A version that failed here is not brought back automatically (the store would refuse it anyway).
+        if (try? store.state(of: id))??.failed.contains(entry.version) == true {
+            throw .store(.failedBefore(id: id.value, version: entry.version.description))
+        }
+        var outcome = UpdateOutcome(
+            id: id.value, action: .installed, from: replacing?.description, to: entry.version.description, via: nil,
+            downloadedBytes: 0, resumed: false)
+        // Only what no version on the device holds, when that costs less than the delta or the bundle.
+        if let content = entry.content {
+            let cheapest = min(delta?.size ?? entry.size, entry.size)
+            var spent: Int64 = 0
+            let objects = ObjectsUpdate(
+                store: store, download: ResumableDownload(fetcher: fetcher, timeouts: options.timeouts, retry: options.retry),
+                folder: downloadsFolder + "/objects")
+            let name = id.value
+            let version = entry.version.description
+            do {
+                if let taken = try await objects.install(entry, content: content, from: fetched, cheapest: cheapest, spent: &spent, progress: { received, total in
+                    progress(.downloading(id: name, version: version, received: received, total: total))
+                }) {
+                    outcome.install = taken.install
+                    outcome.via = "objects"
+                    outcome.downloadedBytes += taken.received
+                    outcome.resumed = taken.resumed
+                    outcome.patchFrom = taken.patchFrom
+                    outcome.objects = taken.objects
+                    return outcome
+                }
+                outcome.downloadedBytes += spent
+            } catch {
+                if error == .cancelled { throw error }
+                if case .diskFull = error { throw error }
+                outcome.downloadedBytes += spent
+                outcome.objectsFallback = error.description
+            }
+        }
+        if let delta {
+            do {
+                outcome.install = try await fetchAndInstall(
+                    DownloadTarget(url: try fetched.resolve(delta.url), size: delta.size, sha256: delta.sha256),
+                    entry: entry, isDelta: true, outcome: &outcome, progress: progress)
+                outcome.via = "delta"
+                return outcome
+            } catch .store(let error) where Self.isDeltaMisfit(error) {
+                outcome.deltaFallback = error.description
+            }
+        }
+        outcome.install = try await fetchAndInstall(
+            DownloadTarget(url: try fetched.resolve(entry.url), size: entry.size, sha256: entry.sha256),
+            entry: entry, isDelta: false, outcome: &outcome, progress: progress)
+        outcome.via = "full"
+        return outcome
     }
 
     private func fetchAndInstall(

@@ -49,8 +49,14 @@ extension Satchel {
         var expiresIn: ExpiryDuration = ExpiryDuration(argument: "30d")!
         @Option(help: "Expire at this RFC 3339 UTC instant instead (e.g. 2027-01-31T00:00:00Z).")
         var expires: String?
-        @Option(help: "Where to write catalog.json.", completion: .file())
+        @Option(help: "Where to write catalog.json (production's; another channel's goes to channels/<name>/catalog.json beside it).", completion: .file())
         var output: String
+        @Option(help: "Publish this channel's catalog (default production, at --output itself). A relative --base-url stays relative to --output's folder.")
+        var channel: String?
+        @Option(help: "The catalog's serial (default: one more than the catalog already at the output path, or the current Unix time if larger).")
+        var serial: Int64?
+        @Option(help: "Where devices POST their reports (written into the catalog).")
+        var reportURL: String?
         @Flag(help: "Print the catalog's summary as JSON.")
         var json = false
 
@@ -62,30 +68,42 @@ extension Satchel {
             } else {
                 expiry = Timestamp(secondsSinceEpoch: Int64(Date().timeIntervalSince1970) + expiresIn.seconds)
             }
-            let base = baseURL.isEmpty || baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+            let releaseChannel: ReleaseChannel
+            do { releaseChannel = try channel.map { try ReleaseChannel($0) } ?? .production } catch { throw ValidationError("--channel: \(error)") }
+            var base = baseURL.isEmpty || baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
+            let output = CatalogFile.path(of: releaseChannel, beside: self.output)
+            if releaseChannel != .production, !base.contains("://"), !base.hasPrefix("/") {
+                base = "../../" + (base == "./" ? "" : base)  // the channel's catalog sits two folders below production's
+            }
             let release: ReleaseFolder.Contents
             do { release = try ReleaseFolder.read(bundles, baseURL: base) } catch { throw Output.failure(error.description) }
-            let entries = release.entries
+            // A version staged, halted or revoked in the catalog being replaced stays so: publishing the next release
+            // must not roll an earlier one out to everyone.
+            let previous = FileManager.default.fileExists(atPath: output) ? try CatalogFile.read(output) : nil
+            let kept = Dictionary(uniqueKeysWithValues: (previous?.rollouts ?? []).map { ("\($0.entry.id) \($0.entry.version)", $0) })
+            var packages: [CatalogEntry] = []
+            var rollouts: [Rollout] = []
+            for entry in release.entries {
+                if var rollout = kept["\(entry.id) \(entry.version)"] {
+                    rollout.entry = entry
+                    rollouts.append(rollout)
+                } else {
+                    packages.append(entry)
+                }
+            }
+            let now = Int64(Date().timeIntervalSince1970)
             let catalog: Catalog
             do {
                 catalog = try Catalog(
-                    expires: expiry,
-                    packages: entries)
+                    expires: expiry, packages: packages, serial: serial ?? max((previous?.serial ?? 0) + 1, now), reportURL: reportURL,
+                    rollouts: rollouts)
             } catch {
                 throw Output.failure(error.description)
             }
-            guard !catalog.packages.isEmpty else {
+            guard !catalog.packages.isEmpty || !catalog.rollouts.isEmpty else {
                 throw Output.failure("no bundles in \(bundles)")
             }
-            let bytes = catalog.canonicalBytes
-            do {
-                try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic)
-                if let key {
-                    try Data(try key.signature(for: bytes).base64.utf8).write(to: URL(fileURLWithPath: output + ".sig"), options: .atomic)
-                }
-            } catch {
-                throw Output.failure("cannot write \(output): \(error.localizedDescription)")
-            }
+            try CatalogFile.write(catalog, to: output, key: key)
             struct Summary: Encodable {
                 let catalog: String
                 let signature: String?
@@ -161,12 +179,18 @@ extension Satchel {
             name: .customLong("trust-root"),
             help: ArgumentHelp("A PEM file of certificate authorities to trust for an https catalog, besides the system's (repeatable).", valueName: "pem-file"))
         var trustRoots: [String] = []
+        @Option(help: "Follow this release channel (remembered by the store; default: the one it followed last, else production).")
+        var channel: String?
+        @Flag(help: "Send no device report (neither catalog request headers nor the POST to the catalog's report URL).")
+        var noReports = false
         @Flag(help: "Print one JSON object.")
         var json = false
 
         func run() async throws {
             let store = try options.openForCommand()
             let runtimeVersion = try runtime.map(parseVersion)
+            let releaseChannel: ReleaseChannel?
+            do { releaseChannel = try channel.map { try ReleaseChannel($0) } } catch { throw ValidationError("--channel: \(error)") }
             let ids = try packages.map(parseID)
             // The NIO fetcher: real backpressure on Linux and header fields as sent (see SatchelNetwork).
             let fetcher: NIOFetcher
@@ -175,7 +199,8 @@ extension Satchel {
             }
             let updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
                 catalogURL: catalog, trustedKeys: store.configuration.trustedKeys, runtime: runtimeVersion,
-                allowDowngrade: allowDowngrade, packages: ids, retry: RetryPolicy(attempts: attempts)))
+                allowDowngrade: allowDowngrade, packages: ids, retry: RetryPolicy(attempts: attempts), channel: releaseChannel,
+                sendsReports: !noReports))
             let bar = LockedProgressBar(enabled: !json)
             let report: UpdateReport
             do {
@@ -191,28 +216,37 @@ extension Satchel {
                 struct Failure: Encodable { let id: String; let error: String }
                 struct Wire: Encodable {
                     let catalog: String
+                    let channel: String
+                    let serial: Int64
                     let expires: String
                     let signed: Bool
                     let notModified: Bool
+                    let report: String?
                     let outcomes: [UpdateOutcome]
                     let failures: [Failure]
                 }
                 Output.json(Wire(
-                    catalog: report.catalog.url, expires: report.catalog.catalog.expires.description, signed: report.catalog.signed,
-                    notModified: report.catalog.notModified, outcomes: report.outcomes,
+                    catalog: report.catalog.url, channel: report.channel.name, serial: report.catalog.catalog.serial,
+                    expires: report.catalog.catalog.expires.description, signed: report.catalog.signed,
+                    notModified: report.catalog.notModified, report: report.reportPost, outcomes: report.outcomes,
                     failures: report.failures.map { Failure(id: $0.id, error: $0.error.description) }))
             } else {
                 if !report.catalog.signed { Output.note("warning: the catalog is not signature-checked (no --public-key)") }
                 for outcome in report.outcomes {
+                    let standing = outcome.decision.map { decision in
+                        decision == .outsideRollout || decision == .halted
+                            ? " (\(outcome.release ?? "?") is \(decision.rawValue); this device's cohort is \(outcome.cohort.map(String.init) ?? "?"))" : ""
+                    } ?? ""
                     switch outcome.action {
-                    case .upToDate: Output.line("\(outcome.id) \(outcome.to) is up to date")
+                    case .upToDate: Output.line("\(outcome.id) \(outcome.to) is up to date\(standing)")
+                    case .rolledBack: Output.line("\(outcome.id) \(outcome.from ?? "?") was revoked: back to \(outcome.to), nothing downloaded")
                     case .installed:
                         let from = outcome.from.map { " (from \($0))" } ?? ""
                         let resumed = outcome.resumed ? ", resumed" : ""
                         let fallback = (outcome.objectsFallback.map { "; objects not usable: \($0)" } ?? "")
                             + (outcome.deltaFallback.map { "; delta not usable: \($0)" } ?? "")
                         let via = outcome.objects.map { "objects (\($0) fetched, manifest patched from \(outcome.patchFrom ?? "?"))" } ?? outcome.via ?? "?"
-                        Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(via), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)")
+                        Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(via), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)\(standing)")
                     }
                 }
                 for failure in report.failures { Output.error("\(failure.id): \(failure.error)") }

@@ -13,7 +13,7 @@ struct Satchel: AsyncParsableCommand {
         subcommands: [
             Pack.self, Verify.self, Inspect.self, Keygen.self,
             Install.self, List.self, Activate.self, Confirm.self, Rollback.self, Launch.self, Remove.self, GC.self, Check.self,
-            CatalogCommand.self, Diff.self, Update.self,
+            CatalogCommand.self, Diff.self, Update.self, RolloutCommand.self,
             Resolve.self, HookScriptCommand.self, Serve.self,
         ]
     )

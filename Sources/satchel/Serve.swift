@@ -30,6 +30,8 @@ extension Satchel {
 
         @Option(help: "Also serve this folder of bundles and catalogs as static files (for the updater).", completion: .directory)
         var publish: String?
+        @Option(help: "With --publish: append device reports (POST /_satchel/reports, and catalog requests' report headers) to this JSON-lines file.", completion: .file())
+        var reports: String?
         @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String = "info"
         @Flag(help: "Turn the access log off (benchmarks).") var noAccessLog = false
         @Option(help: "Event loop threads.") var threads: Int = ProcessInfo.processInfo.activeProcessorCount
@@ -60,6 +62,12 @@ extension Satchel {
                 bindHost: bind, port: port, defaultHost: host.defaultHost, allowedUpstreams: hosts, upstreamOverrides: overrides,
                 injectHook: host.injectHook, emulateBodyLoss: emulateBodyLoss, publishFolder: publish, threads: threads, accessLog: !noAccessLog)
             if !connectPorts.isEmpty { configuration.connectPorts = Set(connectPorts) }
+            if let reports {
+                guard publish != nil else { throw ValidationError("--reports needs --publish: reports arrive with the published catalog's requests") }
+                guard let file = fopen(reports, "a") else { throw Output.failure("cannot open the reports file \(reports): \(String(cString: strerror(errno)))") }
+                fclose(file)
+                configuration.reportsFile = reports
+            }
             let engine: ResourceEngine
             do {
                 engine = try ResourceEngine(

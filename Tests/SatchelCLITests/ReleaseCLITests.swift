@@ -26,7 +26,7 @@ struct ReleaseCLITests {
             #expect(diff.status == 0, "\(diff.stderr)")
             let result = try JSONSerialization.jsonObject(with: Data(diff.stdout.utf8)) as? [String: Any]
             #expect(result?["changed"] as? Int == 1 && result?["deleted"] as? Int == 1 && result?["added"] as? Int == 0)
-            let args = ["catalog", folder + "/release", "--base-url", "https://cdn.example/r", "--expires", "2030-01-01T00:00:00Z"]
+            let args = ["catalog", folder + "/release", "--base-url", "https://cdn.example/r", "--expires", "2030-01-01T00:00:00Z", "--serial", "1"]
             let first = try CLI.run(args + ["--output", folder + "/a.json"])
             let second = try CLI.run(args + ["--output", folder + "/b.json"])
             #expect(first.status == 0 && second.status == 0, "\(first.stderr)")
@@ -36,7 +36,7 @@ struct ReleaseCLITests {
             #expect(try readBytes(folder + "/a.json") == readBytes(folder + "/b.json"))
             let text = try String(contentsOfFile: folder + "/a.json", encoding: .utf8)
             #expect(text.contains(#""url":"https://cdn.example/r/shop-1.0.0-1.1.0.zip""#))
-            #expect(text.hasPrefix(#"{"expires":"2030-01-01T00:00:00Z","packages":[{"content":{"manifest":""#))
+            #expect(text.hasPrefix(#"{"expires":"2030-01-01T00:00:00Z","packages":[{"content":{"manifest":""#) && text.hasSuffix(#""schema":1,"serial":1}"#))
             #expect(text.contains(#""url":"https://cdn.example/r/patches/shop/1.1.0/from-1.0.0.json.gz""#))
             #expect(FileManager.default.fileExists(atPath: folder + "/release/patches/shop/1.1.0/from-1.0.0.json.gz"))
             let objects = try FileManager.default.subpathsOfDirectory(atPath: folder + "/release/objects").filter { $0.contains("/") }

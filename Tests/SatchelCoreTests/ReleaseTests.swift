@@ -70,7 +70,7 @@ private func entry(_ version: String, size: Int64 = 1000, minRuntime: String? = 
         try UpdatePlan.decide(
             for: shop, in: catalog,
             installed: .init(active: active.map(v), versions: Set((versions + [active].compactMap { $0 }).map(v))),
-            runtime: runtime.map(v), allowDowngrade: downgrade)
+            runtime: runtime.map(v), allowDowngrade: downgrade).plan
     }
 
     @Test func picksNewestCompatibleAndPrefersSmallerDeltaFromAnInstalledBase() throws {

@@ -15,12 +15,29 @@ public struct Catalog: Hashable, Sendable {
     public let schema: Int
     /// After this instant an updater refuses the catalog, so an old one cannot be replayed.
     public let expires: Timestamp
-    /// Sorted by id, then version (newest last).
+    /// Sorted by id, then version (newest last). Every updater, this one and older ones, reads these.
     public let packages: [CatalogEntry]
+    /// Grows with each publication; an updater refuses a catalog whose serial is below the last one it accepted
+    /// (0 for a catalog written before serials).
+    public let serial: Int64
+    /// Where devices POST their reports (docs/formats.md, "Device reports"), when set.
+    public let reportURL: String?
+    /// Versions that are not (or no longer) for every device: staged, halted or revoked. A field older updaters
+    /// ignore, which is the point: they never see these versions (docs/formats.md, "Rollouts").
+    public let rollouts: [Rollout]
 
-    public init(expires: Timestamp, packages: [CatalogEntry]) throws(CatalogError) {
+    public init(
+        expires: Timestamp, packages: [CatalogEntry], serial: Int64 = 0, reportURL: String? = nil, rollouts: [Rollout] = []
+    ) throws(CatalogError) {
         schema = Self.schemaVersion
         self.expires = expires
+        self.serial = serial
+        self.reportURL = reportURL
+        self.rollouts = rollouts.sorted { ($0.entry.id.value, $0.entry.version) < ($1.entry.id.value, $1.entry.version) }
+        guard serial >= 0 else { throw .invalidEntry("serial", reason: "\(serial) must not be negative") }
+        if let reportURL, reportURL.isEmpty || reportURL.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
+            throw .invalidEntry("reports", reason: "\(reportURL.debugDescription) is not a URL")
+        }
         // The canonical order is the catalog's to keep, whatever order entries and deltas were built in.
         self.packages = packages.map { entry in
             var entry = entry
@@ -34,6 +51,28 @@ public struct Catalog: Hashable, Sendable {
             }
             try entry.check()
         }
+        for rollout in self.rollouts {
+            let entry = rollout.entry
+            guard seen.insert("\(entry.id) \(entry.version)").inserted else {
+                throw .duplicateEntry(id: entry.id.value, version: entry.version.description)
+            }
+            try entry.check()
+            guard (0...1000).contains(rollout.permille), rollout.state != .staged || rollout.permille < 1000 else {
+                throw .invalidEntry("\(entry.id) \(entry.version)", reason: "rollout permille \(rollout.permille) must be 0-999 while staged, 0-1000 otherwise")
+            }
+        }
+    }
+
+    /// The rollouts of `id`, oldest version first.
+    public func rollouts(for id: PackageID) -> [Rollout] { rollouts.filter { $0.entry.id == id } }
+
+    /// The same catalog with other packages, rollouts or serial (every rule checked again).
+    public func with(
+        packages: [CatalogEntry]? = nil, rollouts: [Rollout]? = nil, serial: Int64? = nil, expires: Timestamp? = nil
+    ) throws(CatalogError) -> Catalog {
+        try Catalog(
+            expires: expires ?? self.expires, packages: packages ?? self.packages, serial: serial ?? self.serial, reportURL: reportURL,
+            rollouts: rollouts ?? self.rollouts)
     }
 
     /// Whether the catalog may no longer be trusted at `now`.
@@ -45,33 +84,38 @@ public struct Catalog: Hashable, Sendable {
     /// The ids the catalog offers, in order.
     public var packageIDs: [PackageID] {
         var ids: [PackageID] = []
-        for entry in packages where ids.last != entry.id { ids.append(entry.id) }
-        return ids
+        for entry in packages + rollouts.map(\.entry) where !ids.contains(entry.id) { ids.append(entry.id) }
+        return ids.sorted { $0.value < $1.value }
     }
 
     // MARK: Serialisation
 
     public var canonicalBytes: [UInt8] {
-        CanonicalJSON.object([
+        var object: [String: CanonicalJSON] = [
             "schema": .integer(Int64(schema)),
             "expires": .string(expires.description),
             "packages": .array(packages.map(\.canonicalJSON)),
-        ]).bytes
+        ]
+        if serial > 0 { object["serial"] = .integer(serial) }
+        if let reportURL { object["reports"] = .string(reportURL) }
+        if !rollouts.isEmpty { object["rollouts"] = .array(rollouts.map(\.canonicalJSON)) }
+        return CanonicalJSON.object(object).bytes
     }
 
     /// Parses and checks catalog bytes. Unlike manifests, non-canonical catalogs are accepted: a release team
     /// may write or edit one by hand; the signature covers whatever bytes were published.
     public static func decode(_ bytes: [UInt8]) throws(CatalogError) -> Catalog {
         let wire = try VersionedDocument.decode(Wire.self, from: bytes, maxBytes: maxBytes, schema: schemaVersion, as: CatalogError.self)
+        func entry(_ entry: Wire.Entry) -> CatalogEntry {
+            CatalogEntry(
+                id: entry.id, version: entry.version, url: entry.url, size: entry.size, sha256: entry.sha256,
+                minRuntime: entry.minRuntime,
+                deltas: entry.deltas.map { CatalogDelta(from: $0.from, url: $0.url, size: $0.size, sha256: $0.sha256) },
+                content: entry.content.map { CatalogContent(manifest: $0.manifest, objects: $0.objects, patches: $0.patches) })
+        }
         return try Catalog(
-            expires: wire.expires,
-            packages: wire.packages.map { entry in
-                CatalogEntry(
-                    id: entry.id, version: entry.version, url: entry.url, size: entry.size, sha256: entry.sha256,
-                    minRuntime: entry.minRuntime,
-                    deltas: entry.deltas.map { CatalogDelta(from: $0.from, url: $0.url, size: $0.size, sha256: $0.sha256) },
-                    content: entry.content.map { CatalogContent(manifest: $0.manifest, objects: $0.objects, patches: $0.patches) })
-            })
+            expires: wire.expires, packages: wire.packages.map(entry), serial: wire.serial ?? 0, reportURL: wire.reports,
+            rollouts: (wire.rollouts ?? []).map { Rollout(entry: entry($0.entry), permille: $0.permille, state: $0.state, since: $0.since) })
     }
 
     private struct Wire: VersionedWire {
@@ -91,9 +135,18 @@ public struct Catalog: Hashable, Sendable {
             let size: Int64
             let sha256: String
         }
+        struct RolloutWire: Decodable {
+            let entry: Entry
+            let permille: Int
+            let state: RolloutState
+            let since: Timestamp
+        }
         let schema: Int
         let expires: Timestamp
         let packages: [Entry]
+        let serial: Int64?
+        let reports: String?
+        let rollouts: [RolloutWire]?
     }
 }
 
@@ -135,7 +188,7 @@ public struct CatalogEntry: Hashable, Sendable {
     /// The delta from `base`, if the catalog has one.
     public func delta(from base: SemanticVersion) -> CatalogDelta? { deltas.first { $0.from == base } }
 
-    fileprivate func check() throws(CatalogError) {
+    func check() throws(CatalogError) {
         let name = "\(id) \(version)"
         try Self.checkDownload(url: url, size: size, sha256: sha256, in: name)
         var bases = Set<SemanticVersion>()
@@ -165,7 +218,7 @@ public struct CatalogEntry: Hashable, Sendable {
         guard Digests.isSHA256Hex(sha256) else { throw .invalidEntry(name, reason: "sha256 must be 64 lower-case hex digits") }
     }
 
-    var canonicalJSON: CanonicalJSON {
+    public var canonicalJSON: CanonicalJSON {
         var object: [String: CanonicalJSON] = [
             "id": .string(id.value), "version": .string(version.description), "url": .string(url),
             "size": .integer(size), "sha256": .string(sha256),

@@ -1,0 +1,132 @@
+import Foundation
+
+/// One line of a reports file (`satchel serve --reports`, or an access log in the same shape): when the record was
+/// received and what the device said.
+public struct ReportRecord: Hashable, Sendable {
+    public var at: Timestamp
+    /// `post` (the report URL) or `header` (a catalog request's headers).
+    public var via: String
+    public var report: DeviceReport
+
+    public init(at: Timestamp, via: String, report: DeviceReport) {
+        self.at = at
+        self.via = via
+        self.report = report
+    }
+
+    public var jsonLine: [UInt8] {
+        guard case .object(var fields) = report.canonicalJSON else { return [] }
+        fields["at"] = .string(at.description)
+        fields["via"] = .string(via)
+        return CanonicalJSON.object(fields).bytes + [0x0A]
+    }
+
+    /// A line as `jsonLine` writes it, or as an access log writes one: `{"at", "via", "channel", "report"}` holding
+    /// the two raw header values, which are then parsed as the device sent them.
+    public static func parse(line: [UInt8]) throws(DeviceReportError) -> ReportRecord {
+        struct Head: Decodable {
+            let at: String
+            let via: String?
+            let channel: String?
+            let report: String?
+        }
+        let head: Head
+        do { head = try JSONDecoder().decode(Head.self, from: Data(line)) } catch { throw .malformed("\(error)") }
+        let at: Timestamp
+        do { at = try Timestamp(rfc3339: head.at) } catch { throw .malformed("\(error)") }
+        if let raw = head.report {
+            return ReportRecord(at: at, via: head.via ?? "header", report: try DeviceReport.parse(channel: head.channel, report: raw))
+        }
+        return ReportRecord(at: at, via: head.via ?? "post", report: try DeviceReport.decode(line))
+    }
+}
+
+/// What the reports say about each version of a catalog, counted by device (distinct tokens), from the moment the
+/// version's current rollout step began.
+public struct VersionStatus: Hashable, Sendable, Codable {
+    public var id: String
+    public var version: String
+    public var percent: String
+    /// `released` (in `packages`, for every device), `staged`, `halted` or `revoked`.
+    public var state: String
+    public var offered: Int
+    /// Devices that had it active or report it failed: the ones that tried it.
+    public var installed: Int
+    public var confirmed: Int
+    /// Devices that report it failed for a reason of their own (not `revoked`).
+    public var failed: Int
+    public var failureRate: Double
+    /// The failure rate's 95 % Wilson interval.
+    public var interval: [Double]
+
+    public static func compute(_ catalog: Catalog, channel: ReleaseChannel? = nil, records: [ReportRecord]) -> [VersionStatus] {
+        var rows: [VersionStatus] = []
+        let versions: [(CatalogEntry, Rollout?)] = catalog.packages.map { ($0, nil) } + catalog.rollouts.map { ($0.entry, $0) }
+        for (entry, rollout) in versions.sorted(by: { ($0.0.id.value, $0.0.version) < ($1.0.id.value, $1.0.version) }) {
+            var offered = Set<String>(), installed = Set<String>(), confirmed = Set<String>(), failed = Set<String>()
+            for record in records where rollout.map({ record.at >= $0.since }) ?? true && (channel.map { record.report.channel == $0 } ?? true) {
+                for item in record.report.items where item.id == entry.id && item.version == entry.version {
+                    switch item.role {
+                    case .offered: offered.insert(item.token)
+                    case .active:
+                        installed.insert(item.token)
+                        if item.state == "confirmed" { confirmed.insert(item.token) }
+                    case .failed:
+                        guard item.why != "revoked" else { continue }
+                        installed.insert(item.token)
+                        failed.insert(item.token)
+                    }
+                }
+            }
+            let bounds = WilsonInterval.bounds(failures: failed.count, trials: installed.count)
+            rows.append(VersionStatus(
+                id: entry.id.value, version: entry.version.description, percent: rollout?.percent ?? "100", state: rollout?.state.rawValue ?? "released",
+                offered: offered.count, installed: installed.count, confirmed: confirmed.count, failed: failed.count,
+                failureRate: installed.isEmpty ? 0 : Double(failed.count) / Double(installed.count), interval: [bounds.low, bounds.high]))
+        }
+        return rows
+    }
+}
+
+/// The automatic step of a staged rollout: raise it along a schedule while the failure rate is clearly below the
+/// threshold, halt it as soon as it is clearly above, wait otherwise. Pure; `satchel rollout advance` applies it.
+public enum RolloutStep: Hashable, Sendable {
+    case advance(to: Int)
+    /// Raised to 100 %: the version moves to `packages`, where every updater (older ones too) sees it.
+    case release
+    case halt
+    case wait(String)
+
+    public static func decide(
+        _ rollout: Rollout, status: VersionStatus, schedule: [Int], maxFailureRate: Double, minDevices: Int
+    ) -> RolloutStep {
+        guard rollout.state == .staged else { return .wait("\(rollout.state.rawValue), not staged") }
+        if status.interval[0] > maxFailureRate { return .halt }
+        guard status.installed >= minDevices else { return .wait("\(status.installed) devices reported it, fewer than \(minDevices)") }
+        guard status.interval[1] < maxFailureRate else {
+            return .wait(String(format: "failure rate %.4f, interval [%.4f, %.4f] straddles %.4f", status.failureRate, status.interval[0], status.interval[1], maxFailureRate))
+        }
+        guard let next = schedule.first(where: { $0 > rollout.permille }) else { return .release }
+        return next >= 1000 ? .release : .advance(to: next)
+    }
+
+    /// The catalog after `step` (a new serial and step start when it changes anything), or nil when it does not.
+    public static func apply(_ step: RolloutStep, to rollout: Rollout, in catalog: Catalog, now: Timestamp) throws(CatalogError) -> Catalog? {
+        var rollouts = catalog.rollouts
+        guard let index = rollouts.firstIndex(where: { $0.entry.id == rollout.entry.id && $0.entry.version == rollout.entry.version }) else { return nil }
+        switch step {
+        case .wait: return nil
+        case .advance(let permille):
+            rollouts[index].permille = permille
+            rollouts[index].since = now
+            return try catalog.with(rollouts: rollouts, serial: catalog.serial + 1)
+        case .halt:
+            rollouts[index].state = .halted
+            rollouts[index].since = now
+            return try catalog.with(rollouts: rollouts, serial: catalog.serial + 1)
+        case .release:
+            let entry = rollouts.remove(at: index).entry
+            return try catalog.with(packages: catalog.packages + [entry], rollouts: rollouts, serial: catalog.serial + 1)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import SatchelCore
+import SatchelStore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the updater keeps about this store between runs, in `downloads/updater.json` (docs/formats.md, "Store
+/// layout"): the random install id behind cohorts and tokens (never sent), the highest catalog serial accepted per
+/// catalog URL, and why versions failed here when the store's state cannot say. (The channel is the store's own.)
+public struct UpdaterRecord: Hashable, Sendable, Codable {
+    public static let fileName = "updater.json"
+
+    /// 32 random bytes, hex.
+    public var installID: String
+    public var serials: [String: Int64]
+    /// "<id> <version>" -> why (`revoked`, `verification`, `install-<kind>`).
+    public var failures: [String: String]
+
+    /// The record in `folder`, or a new one with a fresh install id when there is none (or it does not parse: the
+    /// worst that costs is new cohorts and a serial floor of zero).
+    public static func load(from folder: String) -> UpdaterRecord {
+        if let data = FileManager.default.contents(atPath: folder + "/" + fileName),
+            let record = try? JSONDecoder().decode(UpdaterRecord.self, from: data), record.installIDBytes != nil
+        {
+            return record
+        }
+        var random = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
+        return UpdaterRecord(installID: bytes.map { String(format: "%02x", $0) }.joined(), serials: [:], failures: [:])
+    }
+
+    var installIDBytes: [UInt8]? {
+        let digits = Array(installID.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    public var cohorts: ReleaseCohort { ReleaseCohort(installID: installIDBytes ?? []) }
+
+    /// Written atomically: a crash leaves the old record or the new one.
+    public func save(to folder: String) throws(UpdateError) {
+        try ResumableDownload.makeFolder(folder)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(self) else { return }
+        let path = folder + "/" + Self.fileName
+        let temporary = path + ".\(getpid()).tmp"
+        do { try data.write(to: URL(fileURLWithPath: temporary)) } catch { throw .system("write", temporary) }
+        guard rename(temporary, path) == 0 else { throw .system("rename", temporary) }
+    }
+
+    static func key(_ id: PackageID, _ version: SemanticVersion) -> String { "\(id) \(version)" }
+}
+
+/// Builds what this device reports (``DeviceReport``) from the store, the updater's record and a catalog.
+struct DeviceReporter {
+    let store: PackageStore
+    let record: UpdaterRecord
+    let channel: ReleaseChannel
+    let runtime: SemanticVersion?
+    /// Failed versions reported per package, newest first.
+    static let failedPerPackage = 4
+
+    func report(offering catalog: Catalog?) -> DeviceReport {
+        let cohorts = record.cohorts
+        var items: [DeviceReport.Item] = []
+        for id in (try? store.packageIDs()) ?? [] {
+            if let catalog, let choice = try? UpdatePlan.decide(
+                for: id, in: catalog, installed: .init(active: nil, versions: []), runtime: runtime, allowDowngrade: true, cohort: cohorts.cohort),
+                let offered = choice.offered
+            {
+                items.append(.init(id: id, role: .offered, version: offered, token: cohorts.token(id, offered), cohort: cohorts.cohort(id, offered)))
+            }
+            guard let state = try? store.state(of: id) else { continue }
+            let stored = (try? store.storedState(of: id)) ?? nil
+            items.append(.init(
+                id: id, role: .active, version: state.active, token: cohorts.token(id, state.active),
+                state: stored == nil ? "built-in" : state.trial != nil ? "trial" : "confirmed"))
+            var failed = Set(state.failed)
+            for (key, _) in record.failures {
+                let parts = key.split(separator: " ")
+                if parts.count == 2, parts[0] == id.value, let version = try? SemanticVersion(String(parts[1])) { failed.insert(version) }
+            }
+            for version in failed.sorted(by: >).prefix(Self.failedPerPackage) {
+                items.append(.init(
+                    id: id, role: .failed, version: version, token: cohorts.token(id, version),
+                    why: record.failures[UpdaterRecord.key(id, version)] ?? "trial"))
+            }
+        }
+        return DeviceReport(channel: channel, items: items)
+    }
+}
