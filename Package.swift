@@ -134,6 +134,7 @@ let package = Package(
         .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport", exclude: ["origin.py"]),
         // Benchmarks that must link the library in a release build (tools/bench-engine).
         .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
+        .executableTarget(name: "satchel-fleet", dependencies: ["SatchelUpdate", "SatchelStore", "SatchelNetwork", "SatchelOptions", "SatchelCore"]),
         .executableTarget(
             name: "nio-floor-proxy",
             dependencies: [

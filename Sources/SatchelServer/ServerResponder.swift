@@ -70,6 +70,8 @@ public final class ServerResponder: Sendable {
         case .absolute, .origin:
             let path = target.path
             if path.hasPrefix("/_satchel/bodies/") { return .endpoint }
+            // Device reports arrive through a CDN, under whatever Host it forwards; the endpoint only appends.
+            if path == "/_satchel/reports", reports != nil { return .endpoint }
             // The status page and the hook answer on the server's own address only: under a host a package or the
             // upstream list claims, a page (or anything it embeds) could read every other page's requests.
             if path == "/_satchel" || path.hasPrefix("/_satchel/"), isOwnAddress(target) { return .endpoint }

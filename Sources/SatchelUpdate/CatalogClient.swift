@@ -41,7 +41,25 @@ public struct CatalogClient: Sendable {
     }
 
     /// `headers` go with the catalog request (the device's report, docs/formats.md "Device reports").
+    ///
+    /// A signature that does not match is fetched again, catalog and all, up to the retry policy's attempts: a CDN
+    /// keeps `catalog.json` and `catalog.json.sig` as two entries and may refresh one a moment before the other (one
+    /// request revalidates while others get the stale copy), so a device can meet a new signature beside an old
+    /// catalog for as long as one origin request takes.
     public func fetch(_ url: String, trustedKeys: [VerifyingKey], now: Timestamp, headers extra: HTTPHeaders = HTTPHeaders()) async throws(UpdateError) -> FetchedCatalog {
+        var attempt = 1
+        while true {
+            do {
+                return try await fetchOnce(url, trustedKeys: trustedKeys, now: now, headers: extra)
+            } catch {
+                guard case .catalogSignatureInvalid = error, attempt < retry.attempts else { throw error }
+                attempt += 1
+                do { try await Task.sleep(for: retry.delay(beforeAttempt: attempt)) } catch { throw .cancelled }
+            }
+        }
+    }
+
+    private func fetchOnce(_ url: String, trustedKeys: [VerifyingKey], now: Timestamp, headers extra: HTTPHeaders) async throws(UpdateError) -> FetchedCatalog {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .invalidURL(url)
         }

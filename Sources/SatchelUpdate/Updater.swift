@@ -194,9 +194,9 @@ public struct Updater: Sendable {
     public func update(
         _ id: PackageID, from fetched: FetchedCatalog, record: inout UpdaterRecord, progress: @Sendable (UpdateProgress) -> Void = { _ in }
     ) async throws(UpdateError) -> UpdateOutcome {
-        let active: SemanticVersion?
-        do { active = try store.state(of: id)?.active } catch { throw .store(error) }
-        let installed = UpdatePlan.Installed(active: active, versions: Set(store.installedVersions(of: id)))
+        let state: PackageState?
+        do { state = try store.state(of: id) } catch { throw .store(error) }
+        let installed = UpdatePlan.Installed(active: state?.active, versions: Set(store.installedVersions(of: id)), failed: state?.failed ?? [])
         let choice: UpdatePlan.Choice
         let cohorts = record.cohorts
         do {

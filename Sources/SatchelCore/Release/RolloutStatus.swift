@@ -32,12 +32,23 @@ public struct ReportRecord: Hashable, Sendable {
         }
         let head: Head
         do { head = try JSONDecoder().decode(Head.self, from: Data(line)) } catch { throw .malformed("\(error)") }
-        let at: Timestamp
-        do { at = try Timestamp(rfc3339: head.at) } catch { throw .malformed("\(error)") }
+        let at = try Self.instant(head.at)
         if let raw = head.report {
             return ReportRecord(at: at, via: head.via ?? "header", report: try DeviceReport.parse(channel: head.channel, report: raw))
         }
         return ReportRecord(at: at, via: head.via ?? "post", report: try DeviceReport.decode(line))
+    }
+
+    /// RFC 3339 in UTC (`Z`), or with a numeric offset as nginx's `$time_iso8601` writes local time (`+01:00`).
+    static func instant(_ text: String) throws(DeviceReportError) -> Timestamp {
+        do { return try Timestamp(rfc3339: text) } catch {}
+        let bytes = Array(text.utf8)
+        guard bytes.count == 25, bytes[19] == UInt8(ascii: "+") || bytes[19] == UInt8(ascii: "-"), bytes[22] == UInt8(ascii: ":"),
+            let hours = Int(String(decoding: bytes[20..<22], as: UTF8.self)), let minutes = Int(String(decoding: bytes[23..<25], as: UTF8.self)),
+            let local = try? Timestamp(rfc3339: String(decoding: bytes[0..<19], as: UTF8.self) + "Z")
+        else { throw .malformed("\(text.debugDescription) is not an RFC 3339 instant") }
+        let offset = Int64(hours * 3600 + minutes * 60) * (bytes[19] == UInt8(ascii: "+") ? 1 : -1)
+        return Timestamp(secondsSinceEpoch: local.secondsSinceEpoch - offset)
     }
 }
 

@@ -33,10 +33,13 @@ public enum UpdatePlan: Hashable, Sendable {
         public var active: SemanticVersion?
         /// Every version on disk, the possible delta bases.
         public var versions: Set<SemanticVersion>
+        /// Versions that failed on this device: never chosen again automatically.
+        public var failed: Set<SemanticVersion>
 
-        public init(active: SemanticVersion?, versions: Set<SemanticVersion>) {
+        public init(active: SemanticVersion?, versions: Set<SemanticVersion>, failed: Set<SemanticVersion> = []) {
             self.active = active
             self.versions = versions
+            self.failed = failed
         }
     }
 
@@ -64,6 +67,7 @@ public enum UpdatePlan: Hashable, Sendable {
         }
         let offeredCohort = cohort?(id, offered.version)
         func admitted(_ entry: CatalogEntry) -> Bool {
+            guard !installed.failed.contains(entry.version) else { return false }
             guard let rollout = standing[entry.version] else { return true }
             guard let cohort else { return false }
             return rollout.admits(cohort: cohort(id, entry.version))
@@ -71,7 +75,7 @@ public enum UpdatePlan: Hashable, Sendable {
         var decision = Decision.updated
         switch standing[offered.version]?.state {
         case .halted?: decision = .halted
-        case .staged? where !admitted(offered): decision = .outsideRollout
+        case .staged? where !installed.failed.contains(offered.version) && !admitted(offered): decision = .outsideRollout
         default: break
         }
         let target = listed.last { $0.isCompatible(withRuntime: runtime) && admitted($0) }
