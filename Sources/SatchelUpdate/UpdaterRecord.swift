@@ -19,6 +19,12 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
     /// "<id> <version>" -> why (`revoked`, `verification`, `install-<kind>`).
     public var failures: [String: String]
 
+    public init(installID: String, serials: [String: Int64], failures: [String: String]) {
+        self.installID = installID
+        self.serials = serials
+        self.failures = failures
+    }
+
     /// The record in `folder`, or a new one with a fresh install id when there is none (or it does not parse: the
     /// worst that costs is new cohorts and a serial floor of zero).
     public static func load(from folder: String) -> UpdaterRecord {

@@ -2,6 +2,7 @@ import Foundation
 @testable import SatchelCache
 import SatchelCore
 @testable import SatchelStore
+import SatchelUpdate
 import Testing
 
 /// docs/formats.md is the normative spec: every field Satchel writes into a document its readers decode must be
@@ -34,7 +35,17 @@ struct FormatsCoverageTests {
                     CatalogPatch(from: nil, url: "patches/shop/1.1.0/full.json.gz", size: 9, sha256: sha),
                     CatalogPatch(from: v("1.0.0"), url: "patches/shop/1.1.0/from-1.0.0.json.gz", size: 3, sha256: sha),
                 ])),
+        ], serial: 12, reportURL: "/_satchel/reports", rollouts: [
+            Rollout(entry: CatalogEntry(id: PackageID("shop"), version: v("1.2.0"), url: "shop-1.2.0.zip", size: 10, sha256: sha),
+                    permille: 125, state: .staged, since: Timestamp(secondsSinceEpoch: 1_790_000_000)),
         ])
+        let report = DeviceReport(channel: try ReleaseChannel("beta"), items: [
+            .init(id: try PackageID("shop"), role: .offered, version: v("1.2.0"), token: "0123456789abcdef", cohort: 437),
+            .init(id: try PackageID("shop"), role: .active, version: v("1.1.0"), token: "fedcba9876543210", state: "trial"),
+            .init(id: try PackageID("shop"), role: .failed, version: v("1.0.5"), token: "00112233445566aa", why: "trial"),
+        ])
+        // Its two maps are keyed by catalog URL and by "<id> <version>": names, not fields, so left empty here.
+        let record = UpdaterRecord(installID: String(repeating: "ab", count: 32), serials: [:], failures: [:])
         let changed = String(repeating: "cd", count: 32)
         let patch = try ManifestPatch.make(
             from: manifest(version: "1.3.0", extra: "old.css"), to: manifest(indexSHA256: changed), signature: "c2ln",
@@ -48,7 +59,9 @@ struct FormatsCoverageTests {
             requestTime: 1, responseTime: 2)
         return [
             ("satchel.json", try manifest().canonicalBytes), ("catalog.json", catalog.canonicalBytes),
-            ("satchel-delta.json", delta.canonicalBytes), ("patches/<id>/<version>/from-<base>.json.gz", patch.canonicalBytes), ("state.json", state.canonicalBytes),
+            ("satchel-delta.json", delta.canonicalBytes),
+            ("Satchel-Report", ReportRecord(at: Timestamp(secondsSinceEpoch: 1_790_000_000), via: "post", report: report).jsonLine),
+            ("updater.json", Array(try JSONEncoder().encode(record))), ("store.json", Array(#"{"channel":"beta","layout":1}"#.utf8)), ("patches/<id>/<version>/from-<base>.json.gz", patch.canonicalBytes), ("state.json", state.canonicalBytes),
             ("cache.json", Array(#"{"layout":1}"#.utf8)),
             ("entries/<xx>/<id>.json", try #require(CacheStore.record(key: "https://api.example/x", stored: cached, bodyLength: 5))),
         ]

@@ -344,6 +344,33 @@ struct ServerLimitTests {
         #expect(object.first?.headers["cache-control"] == "public, max-age=31536000, immutable, no-transform")
         await fixture.stop()
     }
+
+    @Test("--reports: a POST to /_satchel/reports under any Host, and a catalog request's report headers, each append a line; a bad report is a 400")
+    func reports() async throws {
+        try await withTemporaryFolder { folder async throws in
+            try makeTree(folder + "/release", ["catalog.json": "{\"schema\":1}"])
+            var configuration = ServerConfiguration(port: 0, defaultHost: "m.shop.example", publishFolder: folder + "/release", accessLog: false)
+            configuration.reportsFile = folder + "/reports.jsonl"
+            let fixture = try await ServerFixture(configuration: configuration)
+            let report = DeviceReport(channel: try ReleaseChannel("beta"), items: [
+                .init(id: try PackageID("shop"), role: .active, version: try SemanticVersion("1.1.0"), token: "0123456789abcdef", state: "trial"),
+            ])
+            let body = String(decoding: report.canonicalJSON.bytes, as: UTF8.self)
+            let headers = report.headerFields.map { "\($0.name): \($0.value)\r\n" }.joined()
+            let client = try RawClient(port: fixture.port)
+            // Through a CDN: its own Host.
+            client.send("POST /_satchel/reports HTTP/1.1\r\nHost: origin\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            client.send("POST /_satchel/reports HTTP/1.1\r\nHost: origin\r\nContent-Length: 7\r\n\r\n{\"x\":1}")
+            client.send("GET /catalog.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\(headers)\r\n")
+            let answers = await client.responses(3)
+            #expect(answers.map(\.status) == [204, 400, 200])
+            #expect(bodyText(answers[1]).contains("device report is malformed"))
+            await fixture.stop()
+            let lines = try String(contentsOfFile: folder + "/reports.jsonl", encoding: .utf8).split(separator: "\n")
+            let records = try lines.map { try ReportRecord.parse(line: Array($0.utf8)) }
+            #expect(records.map(\.via) == ["post", "header"] && records.allSatisfy { $0.report == report })
+        }
+    }
 }
 
 @Suite("satchel serve with its HTTP cache, over real sockets", .serialized)
