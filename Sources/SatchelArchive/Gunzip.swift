@@ -28,31 +28,12 @@ public final class GunzipReader {
         guard !ended else { throw ArchiveError.zlib(operation: "inflate (bytes after the end of the gzip member)", code: Z_DATA_ERROR) }
         stream.pointee.next_in = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = uInt(bytes.count)
-        var result: Result<Void, any Error> = .success(())
-        output.withUnsafeMutableBytes { out in
-            repeat {
-                stream.pointee.next_out = out.baseAddress!.assumingMemoryBound(to: Bytef.self)
-                stream.pointee.avail_out = uInt(out.count)
-                let status = inflate(stream, Z_NO_FLUSH)
-                guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else {
-                    result = .failure(ArchiveError.zlib(operation: "inflate", code: status))
-                    return
-                }
-                let produced = out.count - Int(stream.pointee.avail_out)
-                if produced > 0 {
-                    do { try sink(UnsafeRawBufferPointer(rebasing: out[..<produced])) } catch {
-                        result = .failure(error)
-                        return
-                    }
-                }
-                if status == Z_STREAM_END {
-                    ended = true
-                    if stream.pointee.avail_in > 0 { result = .failure(ArchiveError.zlib(operation: "inflate (bytes after the end of the gzip member)", code: Z_DATA_ERROR)) }
-                    return
-                }
-            } while stream.pointee.avail_out == 0 || stream.pointee.avail_in > 0
+        try ZlibPump.run(stream, output: &output, operation: "inflate", sink: sink, step: { inflate($0, Z_NO_FLUSH) }) { status in
+            guard status == Z_STREAM_END else { return stream.pointee.avail_out == 0 || stream.pointee.avail_in > 0 }
+            ended = true
+            if stream.pointee.avail_in > 0 { throw ArchiveError.zlib(operation: "inflate (bytes after the end of the gzip member)", code: Z_DATA_ERROR) }
+            return false
         }
-        try result.get()
     }
 
     /// Checks the member ended (its trailer read and its CRC and length right).

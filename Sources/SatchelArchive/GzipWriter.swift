@@ -52,27 +52,10 @@ public final class GzipWriter {
     private func pump(input: UnsafeRawBufferPointer, flush: Int32) throws {
         stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = uInt(input.count)
-        var result: Result<Void, any Error> = .success(())
-        output.withUnsafeMutableBytes { out in
-            repeat {
-                stream.pointee.next_out = out.baseAddress!.assumingMemoryBound(to: Bytef.self)
-                stream.pointee.avail_out = uInt(out.count)
-                let status = deflate(stream, flush)
-                guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else {
-                    result = .failure(ArchiveError.zlib(operation: "deflate", code: status))
-                    return
-                }
-                let produced = out.count - Int(stream.pointee.avail_out)
-                if produced > 0 {
-                    do { try sink(UnsafeRawBufferPointer(rebasing: out[..<produced])) } catch {
-                        result = .failure(error)
-                        return
-                    }
-                }
-                if flush == Z_FINISH, status == Z_STREAM_END { return }
-            } while stream.pointee.avail_out == 0 || (flush == Z_FINISH)
+        try ZlibPump.run(stream, output: &output, operation: "deflate", sink: sink, step: { deflate($0, flush) }) { status in
+            if flush == Z_FINISH, status == Z_STREAM_END { return false }
+            return stream.pointee.avail_out == 0 || flush == Z_FINISH
         }
-        try result.get()
     }
 
     deinit {
