@@ -176,7 +176,7 @@ public struct Updater: Sendable {
     /// be resumed or installed, so they go (a release that was withdrawn, an update abandoned midway).
     func removeStaleDownloads(keeping catalog: Catalog) {
         var wanted = Set<String>()
-        for entry in catalog.packages {
+        for entry in catalog.packages + catalog.rollouts.map(\.entry) {
             wanted.insert(entry.sha256)
             for delta in entry.deltas { wanted.insert(delta.sha256) }
         }

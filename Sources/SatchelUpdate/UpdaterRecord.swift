@@ -79,10 +79,7 @@ struct DeviceReporter {
         let cohorts = record.cohorts
         var items: [DeviceReport.Item] = []
         for id in (try? store.packageIDs()) ?? [] {
-            if let catalog, let choice = try? UpdatePlan.decide(
-                for: id, in: catalog, installed: .init(active: nil, versions: []), runtime: runtime, allowDowngrade: true, cohort: cohorts.cohort),
-                let offered = choice.offered
-            {
+            if let catalog, let offered = UpdatePlan.offered(id, in: catalog, runtime: runtime) {
                 items.append(.init(id: id, role: .offered, version: offered, token: cohorts.token(id, offered), cohort: cohorts.cohort(id, offered)))
             }
             guard let state = try? store.state(of: id) else { continue }

@@ -144,6 +144,26 @@ struct RolloutUpdateTests {
         }
     }
 
+    @Test("outside a rollout of the only new version: the device reports the release offered and its cohort, and keeps a partial download of it")
+    func outsideReportsOffered() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try RolloutRelease(folder: folder)
+            try release.publish(try release.catalog(serial: 1, released: [], rollouts: [("1.1.0", 0, .staged)]))
+            let store = try release.store("store")
+            let partial = store.layout.root + "/downloads/\(release.entries["1.1.0"]!.sha256).part"
+            try FileManager.default.createDirectory(atPath: store.layout.root + "/downloads", withIntermediateDirectories: true)
+            try Data("half".utf8).write(to: URL(fileURLWithPath: partial))
+            let outcome = try #require(try await release.updater(store).run().outcomes.first)
+            #expect(outcome.decision == .outsideRollout && outcome.to == "1.0.0" && outcome.release == "1.1.0")
+            #expect(FileManager.default.fileExists(atPath: partial), "a staged version's partial download is not stale")
+            _ = try await release.updater(store).run()
+            let headers = try #require(release.origin.requests.last { $0.url.hasSuffix("/catalog.json") }?.headers)
+            let sent = try DeviceReport.parse(channel: headers["Satchel-Channel"], report: try #require(headers["Satchel-Report"]))
+            let offered = try #require(sent.items.first { $0.role == .offered })
+            #expect(offered.version == (try SemanticVersion("1.1.0")) && offered.cohort == release.cohort(store))
+        }
+    }
+
     @Test("a catalog older than the last one accepted is refused as a replay, and changes nothing")
     func replay() async throws {
         try await withTemporaryFolder { folder async throws in

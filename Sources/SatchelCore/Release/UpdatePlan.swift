@@ -60,7 +60,7 @@ public enum UpdatePlan: Hashable, Sendable {
         if let active = installed.active, standing[active]?.state == .revoked {
             return Choice(plan: .revert(id, active), decision: .revoked, offered: active, cohort: cohort?(id, active))
         }
-        let listed = (visible + rollouts.filter { $0.state != .revoked }.map(\.entry)).sorted { $0.version < $1.version }
+        let listed = listedVersions(of: id, in: catalog)
         guard let offered = listed.last(where: { $0.isCompatible(withRuntime: runtime) }) else {
             let lowest = listed.compactMap(\.minRuntime).min()
             throw .needsNewerRuntime(id: id.value, minRuntime: lowest?.description ?? "?", runtime: runtime?.description ?? "?")
@@ -99,6 +99,16 @@ public enum UpdatePlan: Hashable, Sendable {
         let bases = [installed.active].compactMap { $0 } + installed.versions.sorted(by: >)
         let delta = bases.lazy.compactMap { target.delta(from: $0) }.first { $0.size < target.size }
         return choice(.install(target, delta: delta, replacing: installed.active), .updated)
+    }
+
+    /// The release the catalog offers `id` to a runtime: its newest version, released or in a rollout that is not
+    /// revoked, that the runtime may install (what a device reports as `offered`, with its cohort for it).
+    public static func offered(_ id: PackageID, in catalog: Catalog, runtime: SemanticVersion?) -> SemanticVersion? {
+        listedVersions(of: id, in: catalog).last { $0.isCompatible(withRuntime: runtime) }?.version
+    }
+
+    static func listedVersions(of id: PackageID, in catalog: Catalog) -> [CatalogEntry] {
+        (catalog.entries(for: id) + catalog.rollouts(for: id).filter { $0.state != .revoked }.map(\.entry)).sorted { $0.version < $1.version }
     }
 }
 
