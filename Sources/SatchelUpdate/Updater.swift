@@ -111,6 +111,7 @@ public struct Updater: Sendable {
     ) async throws(UpdateError) -> UpdateReport {
         let client = CatalogClient(fetcher: fetcher, cacheFolder: downloadsFolder, timeouts: options.timeouts, retry: options.retry)
         var record = UpdaterRecord.load(from: downloadsFolder)
+        try record.save(to: downloadsFolder)  // a new install id is kept before any token made from it is sent
         let channel = options.channel ?? (try? ReleaseChannel(store.channel)) ?? .production
         let catalogURL = try Self.catalogURL(for: channel, production: options.catalogURL)
         let reporter = DeviceReporter(store: store, record: record, channel: channel, runtime: options.runtime)

@@ -24,6 +24,9 @@ enum CatalogFile {
             try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
             if let key {
                 try Data(try key.signature(for: bytes).base64.utf8).write(to: URL(fileURLWithPath: path + ".sig"), options: .atomic)
+            } else if FileManager.default.fileExists(atPath: path + ".sig") {
+                // An old signature beside a changed catalog would only make every updater refuse it.
+                try FileManager.default.removeItem(atPath: path + ".sig")
             }
         } catch {
             throw Output.failure("cannot write \(path): \(error.localizedDescription)")
@@ -44,6 +47,9 @@ struct CatalogEditOptions: ParsableArguments {
 
     func save(_ catalog: Catalog) throws {
         let key = try signKey.map { try KeyFile.signingKey($0) }
+        if key == nil, FileManager.default.fileExists(atPath: self.catalog + ".sig") {
+            throw Output.failure("\(self.catalog) is signed (\(self.catalog).sig); pass --sign-key to sign the changed catalog")
+        }
         var result = catalog
         if let expiresIn {
             do { result = try catalog.with(expires: Timestamp(secondsSinceEpoch: CatalogFile.now().secondsSinceEpoch + expiresIn.seconds)) } catch {

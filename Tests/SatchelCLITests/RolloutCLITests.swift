@@ -58,6 +58,8 @@ struct RolloutCLITests {
             #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "12.55"] + edit).status == 64)
             let missing = try CLI.run(["rollout", "halt", "shop", "9.9.9"] + edit)
             #expect(missing.status == 1 && missing.stderr.contains("does not list shop 9.9.9"))
+            let unsigned = try CLI.run(["rollout", "halt", "shop", "1.1.0", "--catalog", catalog])
+            #expect(unsigned.status == 1 && unsigned.stderr.contains("pass --sign-key"), "\(unsigned.stderr)")
             #expect(try readBytes(catalog) == before)
         }
     }
