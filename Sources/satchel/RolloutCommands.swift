@@ -169,6 +169,9 @@ extension Satchel {
             @Flag(help: "Print one JSON object: {versions: [{id, version, percent, state, offered, installed, confirmed, failed, failureRate, interval}]}.")
             var json = false
 
+            /// "12.5", "100".
+            static func shown(_ percent: Double) -> String { percent == percent.rounded() ? String(Int(percent)) : String(format: "%.1f", percent) }
+
             func run() throws {
                 let catalog = try CatalogFile.read(self.catalog)
                 let (records, skipped) = try reports.records()
@@ -182,7 +185,7 @@ extension Satchel {
                 for row in rows {
                     Output.line(
                         row.id.padding(toLength: 12, withPad: " ", startingAt: 0) + row.version.padding(toLength: 12, withPad: " ", startingAt: 0)
-                            + (row.percent + " %").padding(toLength: 9, withPad: " ", startingAt: 0) + row.state.padding(toLength: 10, withPad: " ", startingAt: 0)
+                            + (Self.shown(row.percent) + " %").padding(toLength: 9, withPad: " ", startingAt: 0) + row.state.padding(toLength: 10, withPad: " ", startingAt: 0)
                             + String(format: "%7d  %9d  %9d  %6d  %.4f [%.4f, %.4f]", row.offered, row.installed, row.confirmed, row.failed, row.failureRate, row.interval[0], row.interval[1]))
                 }
                 if skipped > 0 { Output.note("\(skipped) line\(skipped == 1 ? "" : "s") of \(reports.reports) did not parse as a report") }
@@ -217,7 +220,7 @@ extension Satchel {
                 var catalog = try CatalogFile.read(edit.catalog)
                 let (records, _) = try reports.records()
                 let statuses = VersionStatus.compute(catalog, records: records)
-                struct Step: Encodable { let id: String; let version: String; let action: String; let to: String?; let reason: String?; let status: VersionStatus }
+                struct Step: Encodable { let id: String; let version: String; let action: String; let to: Double?; let reason: String?; let status: VersionStatus }
                 var taken: [Step] = []
                 var changed = false
                 for rollout in catalog.rollouts where rollout.state == .staged {
@@ -229,9 +232,9 @@ extension Satchel {
                         catalog = next
                         changed = true
                     }
-                    let (action, to, reason): (String, String?, String?) = switch step {
-                    case .advance(let permille): ("advanced", Rollout(entry: rollout.entry, permille: permille, state: .staged, since: rollout.since).percent, nil)
-                    case .release: ("released", "100", nil)
+                    let (action, to, reason): (String, Double?, String?) = switch step {
+                    case .advance(let permille): ("advanced", Double(permille) / 10, nil)
+                    case .release: ("released", 100, nil)
                     case .halt: ("halted", nil, String(format: "failure rate's interval [%.4f, %.4f] is above %.4f", status.interval[0], status.interval[1], maxFailureRate))
                     case .wait(let why): ("waiting", nil, why)
                     }
@@ -244,7 +247,7 @@ extension Satchel {
                 } else {
                     if taken.isEmpty { Output.line("no staged version in \(edit.catalog)") }
                     for step in taken {
-                        Output.line("\(step.id) \(step.version): \(step.action)\(step.to.map { " to \($0) %" } ?? "")\(step.reason.map { " (\($0))" } ?? "")")
+                        Output.line("\(step.id) \(step.version): \(step.action)\(step.to.map { " to \(Status.shown($0)) %" } ?? "")\(step.reason.map { " (\($0))" } ?? "")")
                     }
                 }
             }

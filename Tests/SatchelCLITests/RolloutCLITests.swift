@@ -98,7 +98,7 @@ struct RolloutCLITests {
             let versions = parsed?["versions"] as? [[String: Any]] ?? []
             let row = versions.first { $0["version"] as? String == "1.1.0" }
             #expect(row?["installed"] as? Int == 120 && row?["confirmed"] as? Int == 120 && row?["failed"] as? Int == 0 && row?["state"] as? String == "staged")
-            #expect(row?["percent"] as? String == "1" && (row?["interval"] as? [Double])?.count == 2 && parsed?["skipped"] as? Int == 1)
+            #expect(row?["percent"] as? Double == 1 && (row?["interval"] as? [Double])?.count == 2 && parsed?["skipped"] as? Int == 1)
             for key in ["id", "offered", "failureRate"] { #expect(row?[key] != nil, "\(key)") }
 
             let advance = ["rollout", "advance", "--catalog", catalog, "--reports", folder + "/reports.jsonl", "--sign-key", key,
@@ -106,7 +106,7 @@ struct RolloutCLITests {
             // The reports arrived a second after the step began; the advance runs later than that, as in life.
             while Int64(Date().timeIntervalSince1970) < since.secondsSinceEpoch + 2 { usleep(100_000) }
             let first = try CLI.run(advance)
-            #expect(first.status == 0 && first.stdout.contains(#""action":"advanced""#) && first.stdout.contains(#""to":"5""#), "\(first.stdout)\(first.stderr)")
+            #expect(first.status == 0 && first.stdout.contains(#""action":"advanced""#) && first.stdout.contains(#""to":5"#), "\(first.stdout)\(first.stderr)")
             #expect(try read(catalog).rollouts.first?.permille == 50)
             let second = try CLI.run(advance)
             #expect(second.status == 0 && second.stdout.contains(#""changed":false"#) && second.stdout.contains(#""action":"waiting""#), "\(second.stdout)")

@@ -199,7 +199,7 @@ struct RolloutStatusTests {
         let status = try #require(VersionStatus.compute(catalog, records: records).first { $0.version == "1.1.0" })
         #expect(status.offered == 40 && status.installed == 22 && status.confirmed == 10 && status.failed == 4, "\(status)")
         #expect(abs(status.failureRate - 4.0 / 22) < 1e-9 && status.interval[0] < status.failureRate && status.interval[1] > status.failureRate)
-        #expect(status.state == "staged" && status.percent == "10")
+        #expect(status.state == "staged" && status.percent == 10)
     }
 
     @Test("advance while clearly healthy, halt as soon as clearly failing, wait otherwise; applying starts a new step")
@@ -207,7 +207,7 @@ struct RolloutStatusTests {
         let rollout = Rollout(entry: entry("1.1.0"), permille: 10, state: .staged, since: since)
         func status(_ failed: Int, _ installed: Int) -> VersionStatus {
             let bounds = WilsonInterval.bounds(failures: failed, trials: installed)
-            return VersionStatus(id: "shop", version: "1.1.0", percent: "1", state: "staged", offered: installed, installed: installed, confirmed: 0,
+            return VersionStatus(id: "shop", version: "1.1.0", percent: 1, state: "staged", offered: installed, installed: installed, confirmed: 0,
                                  failed: failed, failureRate: installed == 0 ? 0 : Double(failed) / Double(installed), interval: [bounds.low, bounds.high])
         }
         let schedule = [10, 50, 250, 1000]

@@ -12,10 +12,14 @@ let package = Package(
     name: "SatchelAppleTypeCheck",
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     ],
     targets: [
         .target(name: "WebKit"),
-        .target(name: "SatchelCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "SatchelCore", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+        ]),
         .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"]),
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore", "WebKit"]),

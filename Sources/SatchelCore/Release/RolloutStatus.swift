@@ -57,7 +57,8 @@ public struct ReportRecord: Hashable, Sendable {
 public struct VersionStatus: Hashable, Sendable, Codable {
     public var id: String
     public var version: String
-    public var percent: String
+    /// The share of devices, 0-100 (one decimal at most).
+    public var percent: Double
     /// `released` (in `packages`, for every device), `staged`, `halted` or `revoked`.
     public var state: String
     public var offered: Int
@@ -91,7 +92,7 @@ public struct VersionStatus: Hashable, Sendable, Codable {
             }
             let bounds = WilsonInterval.bounds(failures: failed.count, trials: installed.count)
             rows.append(VersionStatus(
-                id: entry.id.value, version: entry.version.description, percent: rollout?.percent ?? "100", state: rollout?.state.rawValue ?? "released",
+                id: entry.id.value, version: entry.version.description, percent: Double(rollout?.permille ?? 1000) / 10, state: rollout?.state.rawValue ?? "released",
                 offered: offered.count, installed: installed.count, confirmed: confirmed.count, failed: failed.count,
                 failureRate: installed.isEmpty ? 0 : Double(failed.count) / Double(installed.count), interval: [bounds.low, bounds.high]))
         }
