@@ -134,7 +134,12 @@ let package = Package(
         .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport", exclude: ["origin.py"]),
         // Benchmarks that must link the library in a release build (tools/bench-engine).
         .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
-        .executableTarget(name: "satchel-fleet", dependencies: ["SatchelUpdate", "SatchelStore", "SatchelNetwork", "SatchelOptions", "SatchelCore"]),
+        .executableTarget(
+            name: "satchel-fleet",
+            dependencies: [
+                "SatchelUpdate", "SatchelStore", "SatchelNetwork", "SatchelOptions", "SatchelCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         .executableTarget(
             name: "nio-floor-proxy",
             dependencies: [

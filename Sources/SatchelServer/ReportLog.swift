@@ -8,11 +8,12 @@ import Darwin
 
 /// Appends device reports to a JSON-lines file (docs/formats.md, "Device reports"): one `write` of a whole line to a
 /// file opened with `O_APPEND`, so concurrent requests never interleave inside a line.
-final class ReportLog: Sendable {
-    let path: String
+public final class ReportLog: Sendable {
+    public let path: String
     private let descriptor: Int32
 
-    init(path: String) throws {
+    /// Opens (creating) the file for appending; a file that cannot be opened is an error naming it.
+    public init(path: String) throws {
         descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw ReportLogError.cannotOpen(path, String(cString: strerror(errno))) }
         self.path = path
@@ -32,10 +33,10 @@ final class ReportLog: Sendable {
     }
 }
 
-enum ReportLogError: Error, CustomStringConvertible {
+public enum ReportLogError: Error, CustomStringConvertible {
     case cannotOpen(String, String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .cannotOpen(let path, let why): "cannot open the reports file \(path): \(why)"
         }

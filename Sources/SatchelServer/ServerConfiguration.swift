@@ -21,9 +21,9 @@ public struct ServerConfiguration: Sendable {
     public var emulateBodyLoss: Bool
     /// A folder of bundles and catalog files served as static files (for the updater).
     public var publishFolder: String?
-    /// With `publishFolder`: the JSON-lines file device reports are appended to (`POST /_satchel/reports`, and the
-    /// report headers of catalog requests).
-    public var reportsFile: String?
+    /// With `publishFolder`: where device reports are appended (`POST /_satchel/reports`, and the report headers of
+    /// catalog requests).
+    public var reports: ReportLog?
     public var limits: Limits
     public var threads: Int
     /// Log every request through swift-log (`satchel.access`).

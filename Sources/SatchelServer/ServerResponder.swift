@@ -40,8 +40,7 @@ public final class ServerResponder: Sendable {
         self.log = log
         self.logger = logger
         publish = configuration.publishFolder.map { StaticFolder(root: $0) }
-        // `satchel serve` checks the file can be opened before it starts.
-        reports = configuration.publishFolder == nil ? nil : configuration.reportsFile.flatMap { try? ReportLog(path: $0) }
+        reports = configuration.publishFolder == nil ? nil : configuration.reports
         redactedParameters = (loader.engine.configuration.bodyChannels ?? BodyChannels()).allParameters
     }
 

@@ -110,8 +110,7 @@ public struct Updater: Sendable {
         progress: @Sendable (UpdateProgress) -> Void = { _ in }
     ) async throws(UpdateError) -> UpdateReport {
         let client = CatalogClient(fetcher: fetcher, cacheFolder: downloadsFolder, timeouts: options.timeouts, retry: options.retry)
-        var record = UpdaterRecord.load(from: downloadsFolder)
-        try record.save(to: downloadsFolder)  // a new install id is kept before any token made from it is sent
+        var record = try UpdaterRecord.load(from: downloadsFolder)
         let channel = options.channel ?? (try? ReleaseChannel(store.channel)) ?? .production
         let catalogURL = try Self.catalogURL(for: channel, production: options.catalogURL)
         let reporter = DeviceReporter(store: store, record: record, channel: channel, runtime: options.runtime)
@@ -253,10 +252,6 @@ public struct Updater: Sendable {
         _ entry: CatalogEntry, delta: CatalogDelta?, replacing: SemanticVersion?, id: PackageID, from fetched: FetchedCatalog,
         progress: @Sendable (UpdateProgress) -> Void
     ) async throws(UpdateError) -> UpdateOutcome {
-        // A version that failed here is not brought back automatically (the store would refuse it anyway).
-        if (try? store.state(of: id))??.failed.contains(entry.version) == true {
-            throw .store(.failedBefore(id: id.value, version: entry.version.description))
-        }
         var outcome = UpdateOutcome(
             id: id.value, action: .installed, from: replacing?.description, to: entry.version.description, via: nil,
             downloadedBytes: 0, resumed: false)

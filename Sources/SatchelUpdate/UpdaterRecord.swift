@@ -25,9 +25,10 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
         self.failures = failures
     }
 
-    /// The record in `folder`, or a new one with a fresh install id when there is none (or it does not parse: the
-    /// worst that costs is new cohorts and a serial floor of zero).
-    public static func load(from folder: String) -> UpdaterRecord {
+    /// The record in `folder`, or a new one with a fresh install id, saved at once so that no token made from it is
+    /// ever sent under an id the store then forgets (when there is none, or it does not parse: the worst that costs
+    /// is new cohorts and a serial floor of zero).
+    public static func load(from folder: String) throws(UpdateError) -> UpdaterRecord {
         if let data = FileManager.default.contents(atPath: folder + "/" + fileName),
             let record = try? JSONDecoder().decode(UpdaterRecord.self, from: data), record.installIDBytes != nil
         {
@@ -35,7 +36,9 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
         }
         var random = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
-        return UpdaterRecord(installID: bytes.map { String(format: "%02x", $0) }.joined(), serials: [:], failures: [:])
+        let record = UpdaterRecord(installID: bytes.map { String(format: "%02x", $0) }.joined(), serials: [:], failures: [:])
+        try record.save(to: folder)
+        return record
     }
 
     var installIDBytes: [UInt8]? {

@@ -66,7 +66,7 @@ extension Satchel {
             if let expires {
                 do { expiry = try Timestamp(rfc3339: expires) } catch { throw ValidationError("--expires \(expires): must be RFC 3339 UTC, like 2027-01-31T00:00:00Z") }
             } else {
-                expiry = Timestamp(secondsSinceEpoch: Int64(Date().timeIntervalSince1970) + expiresIn.seconds)
+                expiry = Timestamp(secondsSinceEpoch: CatalogFile.now().secondsSinceEpoch + expiresIn.seconds)
             }
             let releaseChannel: ReleaseChannel
             do { releaseChannel = try channel.map { try ReleaseChannel($0) } ?? .production } catch { throw ValidationError("--channel: \(error)") }
@@ -91,11 +91,10 @@ extension Satchel {
                     packages.append(entry)
                 }
             }
-            let now = Int64(Date().timeIntervalSince1970)
             let catalog: Catalog
             do {
                 catalog = try Catalog(
-                    expires: expiry, packages: packages, serial: serial ?? max((previous?.serial ?? 0) + 1, now), reportURL: reportURL,
+                    expires: expiry, packages: packages, serial: serial ?? max((previous?.serial ?? 0) + 1, CatalogFile.now().secondsSinceEpoch), reportURL: reportURL,
                     rollouts: rollouts)
             } catch {
                 throw Output.failure(error.description)

@@ -3,39 +3,6 @@ import Foundation
 import SatchelCore
 import SatchelOptions
 
-/// Reading and writing a catalog file the way every command does: decoded with every rule, written canonically and
-/// atomically, signed beside it when a key is given.
-enum CatalogFile {
-    static func path(of channel: ReleaseChannel, beside production: String) -> String {
-        guard channel != .production else { return production }
-        let folder = (production as NSString).deletingLastPathComponent
-        return (folder.isEmpty ? "" : folder + "/") + channel.relativeCatalogPath
-    }
-
-    static func read(_ path: String) throws -> Catalog {
-        guard let data = FileManager.default.contents(atPath: path) else { throw Output.failure("cannot read catalog \(path)") }
-        do { return try Catalog.decode(Array(data)) } catch { throw Output.failure("\(path): \(error)") }
-    }
-
-    static func write(_ catalog: Catalog, to path: String, key: SigningKey?) throws {
-        let bytes = catalog.canonicalBytes
-        do {
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
-            if let key {
-                try Data(try key.signature(for: bytes).base64.utf8).write(to: URL(fileURLWithPath: path + ".sig"), options: .atomic)
-            } else if FileManager.default.fileExists(atPath: path + ".sig") {
-                // An old signature beside a changed catalog would only make every updater refuse it.
-                try FileManager.default.removeItem(atPath: path + ".sig")
-            }
-        } catch {
-            throw Output.failure("cannot write \(path): \(error.localizedDescription)")
-        }
-    }
-
-    static func now() -> Timestamp { Timestamp(secondsSinceEpoch: Int64(Date().timeIntervalSince1970)) }
-}
-
 /// The options every command that changes a catalog in place takes.
 struct CatalogEditOptions: ParsableArguments {
     @Option(help: "The catalog.json to change in place (its serial grows by one).", completion: .file())
@@ -113,7 +80,7 @@ extension Satchel {
                 let catalog = try CatalogFile.read(edit.catalog)
                 let found = try target.find(in: catalog)
                 try edit.save(try RolloutCommand.change(catalog, found, state: .staged, permille: permille))
-                Output.line(permille >= 1000 ? "released \(found.entry.id) \(found.entry.version) to every device" : "staged \(found.entry.id) \(found.entry.version) at \(Rollout(entry: found.entry, permille: permille, state: .staged, since: CatalogFile.now()).percent) %")
+                Output.line(permille >= 1000 ? "released \(found.entry.id) \(found.entry.version) to every device" : "staged \(found.entry.id) \(found.entry.version) at \(Rollout.percentText(permille: permille)) %")
             }
         }
 
@@ -169,9 +136,6 @@ extension Satchel {
             @Flag(help: "Print one JSON object: {versions: [{id, version, percent, state, offered, installed, confirmed, failed, failureRate, interval}]}.")
             var json = false
 
-            /// "12.5", "100".
-            static func shown(_ percent: Double) -> String { percent == percent.rounded() ? String(Int(percent)) : String(format: "%.1f", percent) }
-
             func run() throws {
                 let catalog = try CatalogFile.read(self.catalog)
                 let (records, skipped) = try reports.records()
@@ -185,7 +149,7 @@ extension Satchel {
                 for row in rows {
                     Output.line(
                         row.id.padding(toLength: 12, withPad: " ", startingAt: 0) + row.version.padding(toLength: 12, withPad: " ", startingAt: 0)
-                            + (Self.shown(row.percent) + " %").padding(toLength: 9, withPad: " ", startingAt: 0) + row.state.padding(toLength: 10, withPad: " ", startingAt: 0)
+                            + (Rollout.percentText(row.percent) + " %").padding(toLength: 9, withPad: " ", startingAt: 0) + row.state.padding(toLength: 10, withPad: " ", startingAt: 0)
                             + String(format: "%7d  %9d  %9d  %6d  %.4f [%.4f, %.4f]", row.offered, row.installed, row.confirmed, row.failed, row.failureRate, row.interval[0], row.interval[1]))
                 }
                 if skipped > 0 { Output.note("\(skipped) line\(skipped == 1 ? "" : "s") of \(reports.reports) did not parse as a report") }
@@ -247,7 +211,7 @@ extension Satchel {
                 } else {
                     if taken.isEmpty { Output.line("no staged version in \(edit.catalog)") }
                     for step in taken {
-                        Output.line("\(step.id) \(step.version): \(step.action)\(step.to.map { " to \(Status.shown($0)) %" } ?? "")\(step.reason.map { " (\($0))" } ?? "")")
+                        Output.line("\(step.id) \(step.version): \(step.action)\(step.to.map { " to \(Rollout.percentText($0)) %" } ?? "")\(step.reason.map { " (\($0))" } ?? "")")
                     }
                 }
             }

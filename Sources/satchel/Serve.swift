@@ -64,9 +64,7 @@ extension Satchel {
             if !connectPorts.isEmpty { configuration.connectPorts = Set(connectPorts) }
             if let reports {
                 guard publish != nil else { throw ValidationError("--reports needs --publish: reports arrive with the published catalog's requests") }
-                guard let file = fopen(reports, "a") else { throw Output.failure("cannot open the reports file \(reports): \(String(cString: strerror(errno)))") }
-                fclose(file)
-                configuration.reportsFile = reports
+                do { configuration.reports = try ReportLog(path: reports) } catch { throw Output.failure("\(error)") }
             }
             let engine: ResourceEngine
             do {

@@ -350,7 +350,7 @@ struct ServerLimitTests {
         try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/release", ["catalog.json": "{\"schema\":1}"])
             var configuration = ServerConfiguration(port: 0, defaultHost: "m.shop.example", publishFolder: folder + "/release", accessLog: false)
-            configuration.reportsFile = folder + "/reports.jsonl"
+            configuration.reports = try ReportLog(path: folder + "/reports.jsonl")
             let fixture = try await ServerFixture(configuration: configuration)
             let report = DeviceReport(channel: try ReleaseChannel("beta"), items: [
                 .init(id: try PackageID("shop"), role: .active, version: try SemanticVersion("1.1.0"), token: "0123456789abcdef", state: "trial"),

@@ -65,7 +65,7 @@ private struct RolloutRelease {
 
     /// The cohort the store's install id gives 1.1.0.
     func cohort(_ store: PackageStore) -> Int {
-        UpdaterRecord.load(from: store.layout.root + "/downloads").cohorts.cohort(try! PackageID("shop"), try! SemanticVersion("1.1.0"))
+        try! UpdaterRecord.load(from: store.layout.root + "/downloads").cohorts.cohort(try! PackageID("shop"), try! SemanticVersion("1.1.0"))
     }
 }
 
@@ -120,7 +120,7 @@ struct RolloutUpdateTests {
             let headers = try #require(release.origin.requests.last { $0.url.hasSuffix("/catalog.json") }?.headers)
             let sent = try DeviceReport.parse(channel: headers["Satchel-Channel"], report: try #require(headers["Satchel-Report"]))
             let failed = try #require(sent.items.first { $0.role == .failed })
-            let cohorts = UpdaterRecord.load(from: store.layout.root + "/downloads").cohorts
+            let cohorts = try UpdaterRecord.load(from: store.layout.root + "/downloads").cohorts
             let shop = try PackageID("shop"), v110 = try SemanticVersion("1.1.0")
             #expect(failed.version == v110 && failed.why == "revoked" && failed.token == cohorts.token(shop, v110))
             #expect(sent.items.contains { $0.role == .active && $0.version == (try! SemanticVersion("1.0.0")) && $0.state == "confirmed" })

@@ -63,6 +63,11 @@ def satchel_binary():
     return binary
 
 
+# The last commit before the catalog's `content` field and its `rollouts`: its updater stands for one in the field
+# (tools/e2e-update and tools/e2e-rollout run it, so one build serves both).
+FIELD_UPDATER_COMMIT = "0fce9f96c34f260b6aa3f5ea7d487246d50ff75a"
+
+
 def older_satchel(commit):
     """The satchel CLI as built from `commit` of this repository, for tests of what an updater already in the field does
     with today's formats. Built once from `git archive` into .build-older/<commit> (a debug build, a few minutes) and

@@ -31,7 +31,12 @@ public struct Rollout: Hashable, Sendable {
     public func admits(cohort: Int) -> Bool { state == .staged && cohort < permille }
 
     /// "12.5" for 125 permille.
-    public var percent: String { permille % 10 == 0 ? "\(permille / 10)" : "\(permille / 10).\(permille % 10)" }
+    public var percent: String { Self.percentText(permille: permille) }
+
+    public static func percentText(permille: Int) -> String { permille % 10 == 0 ? "\(permille / 10)" : "\(permille / 10).\(permille % 10)" }
+
+    /// A share in percent (as reports and JSON give it) as text: "12.5", "100".
+    public static func percentText(_ percent: Double) -> String { percentText(permille: Int((percent * 10).rounded())) }
 
     /// Parses a percentage with at most one decimal ("1", "12.5", "100") into permille.
     public static func permille(fromPercent text: String) -> Int? {
