@@ -47,7 +47,7 @@ public final class ReleaseContent {
     fileprivate func existingObject(_ sha256: String) -> ContentObject? {
         if let known = objects[sha256] { return known }
         let base = objectsFolder + "/" + sha256.prefix(2) + "/" + sha256
-        if let digest = try? FileDigest.sha256(ofFile: base + ".gz"), let content = Self.gunzippedDigest(base + ".gz"), content == sha256 {
+        if let digest = Self.gzipDigests(base + ".gz"), digest.content == sha256 {
             let object = ContentObject(size: digest.size, sha256: digest.sha256, gzip: true)
             objects[sha256] = object
             return object
@@ -62,10 +62,27 @@ public final class ReleaseContent {
 
     fileprivate func record(_ sha256: String, _ object: ContentObject) { objects[sha256] = object }
 
-    /// SHA-256 of what a gzip file decompresses to, or nil when it does not.
-    static func gunzippedDigest(_ path: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: path), let bytes = try? GunzipReader.decompress(Array(data)) else { return nil }
-        return Digests.sha256Hex(bytes)
+    /// A gzip file's size and SHA-256, and the SHA-256 of what it decompresses to, in one streamed read; nil when it
+    /// cannot be read or is not one whole gzip member.
+    static func gzipDigests(_ path: String) -> (size: Int64, sha256: String, content: String)? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        var compressed = SHA256()
+        var content = SHA256()
+        var size: Int64 = 0
+        do {
+            let reader = try GunzipReader { content.update(bufferPointer: $0) }
+            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                size += Int64(chunk.count)
+                compressed.update(data: chunk)
+                try chunk.withUnsafeBytes { try reader.write($0) }
+            }
+            try reader.finish()
+        } catch {
+            return nil
+        }
+        let hex = { (digest: SHA256.Digest) in digest.map { String(format: "%02x", $0) }.joined() }
+        return (size, hex(compressed.finalize()), hex(content.finalize()))
     }
 
     fileprivate func writeAtomically(_ bytes: [UInt8], to path: String) throws(ReleaseContentError) {

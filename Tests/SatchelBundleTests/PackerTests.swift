@@ -290,6 +290,15 @@ struct ReleaseFolderTests {
             #expect(try #require(byVersion["1.1.0"]?.content).patches.map { $0.from?.description } == [nil, "1.0.0"])
             // One app.js for all, one index.html per version.
             #expect(contents.objects == versions.count + 1)
+            // A second run keeps whole objects and writes again one whose bytes no longer match its name.
+            let objects = folder + "/release/objects"
+            let files = try FileManager.default.subpathsOfDirectory(atPath: objects).filter { $0.contains("/") }.sorted()
+            let damaged = objects + "/" + files[0]
+            let good = try readBytes(damaged)
+            try Data(good.map { $0 ^ 0xFF }).write(to: URL(fileURLWithPath: damaged))
+            let again = try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/")
+            let rewritten = try readBytes(damaged)
+            #expect(again.objects == contents.objects && rewritten == good)
             for patch in newest.patches {
                 #expect(patch.url.hasPrefix("https://cdn.example/patches/shop/\(versions.last!)/"))
                 let path = folder + "/release/" + patch.url.dropFirst("https://cdn.example/".count)
