@@ -349,7 +349,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     /// Asks the origin whether `entry` is still current (with its validators when it has them).
     private func validate(_ entry: CacheEntry, reason: String, forward: CacheStatus.Forward) {
         var conditional = request
-        for name in ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"] { conditional.headers.remove(name) }
+        for name in Self.conditionalFields { conditional.headers.remove(name) }
         for (name, value) in CacheRules.conditionalFields(for: entry.stored) { conditional.headers.add(name, value) }
         cache.count { $0.revalidations += 1 }
         ask(conditional, status: CacheStatus(forward: forward, detail: reason == "stale" ? nil : reason), validating: entry)
@@ -421,12 +421,14 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
             if case .dontStore(let why) = decision { status.detail = why } else if varying == nil { status.detail = "Vary: *" }
             // A full answer to a plain GET that cannot be stored says so of the URL: the next misses for it go straight
             // to the origin for a while instead of waiting behind one.
-            let plain = asked.method == "GET" && !asked.headers.contains { Self.conditionalFields.contains($0.name.lowercased()) }
+            let plain = asked.method == "GET" && !asked.headers.contains { field in Self.conditionalFields.contains { HTTPHeaders.equalNames($0, field.name) } }
             if plain, ![206, 304, 412, 416].contains(response.status) {
                 let url = key
                 cache.passing.withLock { table in
+                    // Refreshed once it is half gone rather than on every miss (a write hashes the URL again).
+                    if let until = table[url], until > responseTime + Self.passingSeconds / 2 { return }
                     if table.count > 10_000 { table.removeAll() }
-                    table[url] = responseTime + 60
+                    table[url] = responseTime + Self.passingSeconds
                 }
             }
             releaseWaiters()
@@ -465,7 +467,11 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         answer(response)
     }
 
-    static let conditionalFields: Set<String> = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"]
+    /// The client's own conditions and range: a request with any of them is not plain, and a validation replaces them.
+    static let conditionalFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"]
+
+    /// How long a URL whose plain GET was not storable goes straight to the origin, without waiting behind another.
+    static let passingSeconds = 60.0
 
     /// `stale-while-revalidate`: the stale answer goes out now; the origin is asked behind it, once for all
     /// requests, and what it says is stored for the next.

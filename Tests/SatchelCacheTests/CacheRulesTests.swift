@@ -214,5 +214,8 @@ struct CacheFieldTests {
         #expect(CacheStatus(forward: .uriMiss, stored: true, collapsed: true).member(cache: "satchel") == "satchel; fwd=uri-miss; stored; collapsed")
         #expect(CacheStatus(forward: .uriMiss, detail: "no-store").member(cache: "satchel") == "satchel; fwd=uri-miss; detail=no-store")
         #expect(CacheStatus(forward: .stale, detail: "origin unreachable; stale").member(cache: "satchel") == "satchel; fwd=stale; detail=\"origin unreachable; stale\"")
+        // Not a token: a quoted string, its quotes and backslashes escaped (RFC 9651 §3.3.3); a token starts with a letter.
+        #expect(CacheStatus(detail: #"say "hi" \ bye"#).member(cache: "satchel") == #"satchel; detail="say \"hi\" \\ bye""#)
+        #expect(CacheStatus(detail: "1a").member(cache: "satchel") == #"satchel; detail="1a""#)
     }
 }

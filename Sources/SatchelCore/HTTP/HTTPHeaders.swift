@@ -58,11 +58,31 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
 
+    /// Two byte buffers of the same length, equal but for ASCII case.
+    @inlinable
+    static func equalASCIIFolded(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
+        for index in 0..<left.count {
+            let x = left[index], y = right[index]
+            if x == y { continue }
+            let lx = x >= 0x41 && x <= 0x5A ? x | 0x20 : x
+            let ly = y >= 0x41 && y <= 0x5A ? y | 0x20 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+
     /// ASCII case-insensitive comparison without allocating.
     @inlinable
     public static func equalNames(_ a: String, _ b: String) -> Bool {
         // Most names compared differ in length (O(1) for native strings): no byte is looked at then.
         guard a.utf8.count == b.utf8.count else { return false }
+        // Native strings (every name parsed or written here) have contiguous UTF-8: compared as two buffers, without
+        // the iterators' per-byte bookkeeping; the iterators remain for bridged strings.
+        if let equal = a.utf8.withContiguousStorageIfAvailable({ left in
+            b.utf8.withContiguousStorageIfAvailable { right in equalASCIIFolded(left, right) }
+        }) {
+            if let equal { return equal }
+        }
         var left = a.utf8.makeIterator()
         var right = b.utf8.makeIterator()
         while true {

@@ -38,16 +38,39 @@ public struct CacheStatus: Sendable, Equatable {
     }
 
     /// The field member for a cache called `name`: `satchel; hit; ttl=120`, `satchel; fwd=stale; fwd-status=304`.
+    /// Written into one string as it goes: every answer through the cache carries one, a miss included.
     public func member(cache name: String) -> String {
-        var parts = [name]
-        if hit { parts.append("hit") }
-        if let forward { parts.append("fwd=\(forward.rawValue)") }
-        if let forwardStatus { parts.append("fwd-status=\(forwardStatus)") }
-        if let ttl { parts.append("ttl=\(ttl)") }
-        if stored { parts.append("stored") }
-        if collapsed { parts.append("collapsed") }
-        if let detail { parts.append("detail=\(Self.token(detail) ? detail : "\"" + detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"")") }
-        return parts.joined(separator: "; ")
+        var member = name
+        member.reserveCapacity(name.utf8.count + 48 + (detail?.utf8.count ?? 0))
+        if hit { member += "; hit" }
+        if let forward {
+            member += "; fwd="
+            member += forward.rawValue
+        }
+        if let forwardStatus {
+            member += "; fwd-status="
+            member += String(forwardStatus)
+        }
+        if let ttl {
+            member += "; ttl="
+            member += String(ttl)
+        }
+        if stored { member += "; stored" }
+        if collapsed { member += "; collapsed" }
+        if let detail {
+            member += "; detail="
+            if Self.token(detail) {
+                member += detail
+            } else {
+                member += "\""
+                for character in detail.unicodeScalars {
+                    if character == "\\" || character == "\"" { member += "\\" }
+                    member.unicodeScalars.append(character)
+                }
+                member += "\""
+            }
+        }
+        return member
     }
 
     /// Adds this cache's member after any an upstream cache put there: members run from the origin to the client
@@ -57,7 +80,8 @@ public struct CacheStatus: Sendable, Equatable {
     }
 
     private static func token(_ text: String) -> Bool {
-        (text.first?.isLetter ?? false) && text.utf8.allSatisfy { byte in
+        guard let first = text.utf8.first, (first >= 0x41 && first <= 0x5A) || (first >= 0x61 && first <= 0x7A) else { return false }
+        return text.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || "!#$%&'*+-.^_`|~:/".utf8.contains(byte)
         }
     }
