@@ -25,6 +25,8 @@ public final class ResourceEngine: Sendable {
     private let smallFiles: SmallFileCache
     /// The headers a hook may add (``BodyChannels/allHeaders``), listed once: the hot path checks every request.
     private let restorerHeaders: [String]
+    /// The query parameters a hook may add (``BodyChannels/allParameters``), listed once for the same reason.
+    private let restorerParameters: [String]
     /// Bodies pages hand over for the body-store channel (the WebKit adapter's message handler and the
     /// server's `POST /_satchel/bodies/<id>` put them here).
     public let bodyStore: BodyStore
@@ -122,6 +124,7 @@ public final class ResourceEngine: Sendable {
         self.source = source
         smallFiles = SmallFileCache(maxFileSize: configuration.smallFileCache.maxFileSize, maxBytes: configuration.smallFileCache.totalBytes)
         restorerHeaders = configuration.bodyChannels?.allHeaders ?? []
+        restorerParameters = configuration.bodyChannels?.allParameters ?? []
         if case .required(let secret) = configuration.bodyProof {
             let ledger = NonceLedger()
             proofCheck = BodyProofCheck(
@@ -194,7 +197,7 @@ public final class ResourceEngine: Sendable {
         // Body restoration comes first, before routing: the restored request is what a miss forwards.
         var request = incoming
         var channel = BodyChannel.none
-        if let channels = configuration.bodyChannels, Self.mayCarryRestoredBody(incoming, channels, headers: restorerHeaders) {
+        if let channels = configuration.bodyChannels, Self.mayCarryRestoredBody(incoming, headers: restorerHeaders, parameters: restorerParameters) {
             do {
                 (request, channel) = try BodyRestorer(channels: channels).restore(incoming, takeStoredBody: { bodyStore.take($0) }, proof: proofCheck)
             } catch {
@@ -300,12 +303,12 @@ public final class ResourceEngine: Sendable {
     /// Whether handling `request` would restore a body (and so consume a stored body): callers with a fast
     /// path must then take the full one.
     public func restoresBody(_ request: ResourceRequest) -> Bool {
-        configuration.bodyChannels.map { Self.mayCarryRestoredBody(request, $0, headers: restorerHeaders) } ?? false
+        configuration.bodyChannels != nil && Self.mayCarryRestoredBody(request, headers: restorerHeaders, parameters: restorerParameters)
     }
 
     /// Cheap test for the hot path: only a request with a satchel header or parameter needs the restorer.
-    static func mayCarryRestoredBody(_ request: ResourceRequest, _ channels: BodyChannels, headers restorerHeaders: [String]) -> Bool {
-        if Self.query(of: request.url, namesAny: channels.allParameters) { return true }
+    static func mayCarryRestoredBody(_ request: ResourceRequest, headers restorerHeaders: [String], parameters: [String]) -> Bool {
+        if Self.query(of: request.url, namesAny: parameters) { return true }
         return request.headers.contains { field in restorerHeaders.contains { HTTPHeaders.equalNames($0, field.name) } }
     }
 

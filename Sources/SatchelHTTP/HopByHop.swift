@@ -67,7 +67,9 @@ public enum HopByHop {
         for field in headers where HTTPHeaders.equalNames(field.name, "Connection") { connectionOptions(field.value, into: &named) }
         // Names of different lengths are told apart without reading a byte (``HTTPHeaders/equalNames(_:_:)``), so
         // comparing every field with every removed name costs a length check for nearly all of them.
-        var kept = HTTPHeaders(capacity: headers.count)
+        // Room for the two fields a response usually gains on its way (`Cache-Status`, `Date`), so adding them does
+        // not copy the list.
+        var kept = HTTPHeaders(capacity: headers.count + 2)
         for field in headers {
             let name = field.name
             if isHopByHop(name) || extra.contains(where: { HTTPHeaders.equalNames($0, name) })

@@ -46,7 +46,12 @@ public struct NetworkPolicy: Sendable {
             let utf8 = upstreamURL.utf8
             let authority = utf8.index(utf8.firstIndex(of: UInt8(ascii: ":"))!, offsetBy: 3)
             let afterAuthority = utf8[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? utf8.endIndex
-            target = (base.hasSuffix("/") ? String(base.dropLast()) : base) + Substring(utf8[afterAuthority...])
+            let rest = utf8[afterAuthority...]
+            let baseBytes = base.utf8.last == UInt8(ascii: "/") ? base.utf8.dropLast() : base.utf8[...]
+            target = ""
+            target.reserveCapacity(baseBytes.count + rest.count)
+            target += Substring(baseBytes)
+            target += Substring(rest)
         }
         return ResourceRequest(
             method: request.method, url: target, headers: HopByHop.removing(from: request.headers, also: Self.notForwarded), body: request.body,

@@ -10,7 +10,10 @@ public struct CacheControl: Sendable, Equatable {
     public let directives: [Directive]
 
     public init(_ headers: HTTPHeaders) {
-        self.init(values: headers.values("Cache-Control"))
+        // The lines read where they are (no array of values first).
+        var directives: [Directive] = []
+        for field in headers where HTTPHeaders.equalNames(field.name, "Cache-Control") { Self.parse(field.value, into: &directives) }
+        self.directives = directives
     }
 
     public init(values: [String]) {
@@ -71,47 +74,55 @@ public struct CacheControl: Sendable, Equatable {
     }
 
     /// Bytes without the spaces and tabs around them.
-    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var slice = bytes
-        while let first = slice.first, first == 0x20 || first == 0x09 { slice = slice.dropFirst() }
-        while let last = slice.last, last == 0x20 || last == 0x09 { slice = slice.dropLast() }
-        return slice
+    /// `bytes[range]` without the spaces and tabs at either end.
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Range<Int> {
+        var (lower, upper) = (range.lowerBound, range.upperBound)
+        while lower < upper, bytes[lower] == 0x20 || bytes[lower] == 0x09 { lower += 1 }
+        while upper > lower, bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09 { upper -= 1 }
+        return lower..<upper
+    }
+
+    private static func string(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
 
     /// Splits one field line into directives: commas outside quotes separate them; `name`, `name=token`,
-    /// `name="quoted"` (with `\` escapes).
+    /// `name="quoted"` (with `\` escapes). Read in place from the value's UTF-8 (every miss through the cache
+    /// parses the response's field): only the names and arguments become strings.
     private static func parse(_ value: String, into directives: inout [Directive]) {
-        let bytes = Array(value.utf8)
-        var index = 0
-        func skipSpaces() { while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 } }
-        while index < bytes.count {
-            skipSpaces()
-            var nameBytes: [UInt8] = []
-            while index < bytes.count, bytes[index] != 0x2C, bytes[index] != 0x3D { nameBytes.append(bytes[index]); index += 1 }
-            let name = String(decoding: Self.trimmed(nameBytes[...]), as: UTF8.self).lowercased()
-            var argument: String?
-            if index < bytes.count, bytes[index] == 0x3D {
-                index += 1
-                skipSpaces()
-                if index < bytes.count, bytes[index] == 0x22 {
+        var value = value
+        value.withUTF8 { bytes in
+            var index = 0
+            while index < bytes.count {
+                let nameStart = index
+                while index < bytes.count, bytes[index] != 0x2C, bytes[index] != 0x3D { index += 1 }
+                let nameRange = trimmed(bytes, nameStart..<index)
+                let hasUpper = bytes[nameRange].contains { $0 >= 0x41 && $0 <= 0x5A }
+                let name = hasUpper ? string(bytes, nameRange).lowercased() : string(bytes, nameRange)
+                var argument: String?
+                if index < bytes.count, bytes[index] == 0x3D {
                     index += 1
-                    var quoted: [UInt8] = []
-                    while index < bytes.count, bytes[index] != 0x22 {
-                        if bytes[index] == 0x5C, index + 1 < bytes.count { index += 1 }
-                        quoted.append(bytes[index])
+                    while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
+                    if index < bytes.count, bytes[index] == 0x22 {
                         index += 1
+                        var quoted: [UInt8] = []
+                        while index < bytes.count, bytes[index] != 0x22 {
+                            if bytes[index] == 0x5C, index + 1 < bytes.count { index += 1 }
+                            quoted.append(bytes[index])
+                            index += 1
+                        }
+                        index += 1
+                        argument = String(decoding: quoted, as: UTF8.self)
+                        while index < bytes.count, bytes[index] != 0x2C { index += 1 }
+                    } else {
+                        let tokenStart = index
+                        while index < bytes.count, bytes[index] != 0x2C { index += 1 }
+                        argument = string(bytes, trimmed(bytes, tokenStart..<index))
                     }
-                    index += 1
-                    argument = String(decoding: quoted, as: UTF8.self)
-                    while index < bytes.count, bytes[index] != 0x2C { index += 1 }
-                } else {
-                    var token: [UInt8] = []
-                    while index < bytes.count, bytes[index] != 0x2C { token.append(bytes[index]); index += 1 }
-                    argument = String(decoding: Self.trimmed(token[...]), as: UTF8.self)
                 }
+                if !name.isEmpty { directives.append(Directive(name: name, argument: argument)) }
+                index += 1  // the comma
             }
-            if !name.isEmpty { directives.append(Directive(name: name, argument: argument)) }
-            index += 1  // the comma
         }
     }
 }
