@@ -34,4 +34,22 @@ struct ResponseEncodingTests {
         ResponseEncoding.writeChunk(Array(repeating: 0x61, count: 26), into: &chunk)
         #expect(chunk.readString(length: chunk.readableBytes) == "1a\r\n" + String(repeating: "a", count: 26) + "\r\n")
     }
+
+    @Test("fields go out in order, as they are (obs-text, an empty value, a long value), past a small buffer's capacity")
+    func fieldsAsTheyAre() {
+        let long = String(repeating: "x", count: 600)
+        let response = ResourceResponse(status: 200, headers: [
+            "Content-Length": "0", "X-Empty": "", "Content-Disposition": "attachment; filename=\"café.txt\"", "Transfer-Encoding": "chunked",
+            "X-Long": long, "set-cookie": "a=1", "Set-Cookie": "b=2",
+        ])
+        var buffer = ByteBufferAllocator().buffer(capacity: 16)
+        buffer.writeString("before|")
+        _ = ResponseEncoding.writeHead(response, isHead: false, version: .http1_1, keepAlive: true, into: &buffer)
+        #expect(buffer.readString(length: buffer.readableBytes) == "before|HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Empty: \r\n"
+            + "Content-Disposition: attachment; filename=\"café.txt\"\r\nX-Long: \(long)\r\nset-cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n")
+        // A head whose only fields are the connection's own.
+        var bare = ByteBufferAllocator().buffer(capacity: 0)
+        _ = ResponseEncoding.writeHead(ResourceResponse(status: 204, headers: ["Connection": "close"]), isHead: false, version: .http1_1, keepAlive: true, into: &bare)
+        #expect(bare.readString(length: bare.readableBytes) == "HTTP/1.1 204 No Content\r\n\r\n")
+    }
 }
