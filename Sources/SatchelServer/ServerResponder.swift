@@ -68,12 +68,15 @@ public final class ServerResponder: Sendable {
             return .server
         case .absolute, .origin:
             let path = target.path
-            if path.hasPrefix("/_satchel/bodies/") { return .endpoint }
-            // Device reports arrive through a CDN, under whatever Host it forwards; the endpoint only appends.
-            if path == "/_satchel/reports", reports != nil { return .endpoint }
-            // The status page and the hook answer on the server's own address only: under a host a package or the
-            // upstream list claims, a page (or anything it embeds) could read every other page's requests.
-            if path == "/_satchel" || path.hasPrefix("/_satchel/"), isOwnAddress(target) { return .endpoint }
+            // One byte comparison rules out every endpoint for nearly all requests (the checks below compare strings).
+            if path.utf8.starts(with: "/_satchel".utf8) {
+                if path.hasPrefix("/_satchel/bodies/") { return .endpoint }
+                // Device reports arrive through a CDN, under whatever Host it forwards; the endpoint only appends.
+                if path == "/_satchel/reports", reports != nil { return .endpoint }
+                // The status page and the hook answer on the server's own address only: under a host a package or
+                // the upstream list claims, a page (or anything it embeds) could read every other page's requests.
+                if path == "/_satchel" || path.hasPrefix("/_satchel/"), isOwnAddress(target) { return .endpoint }
+            }
             if target.isAbsolute { return .engine(url: target.raw) }
             if loader.engine.claims(host: target.host) { return .engine(url: Self.httpsURL(host: target.host, target.pathAndQuery)) }
             return .ownAddress(url: Self.httpsURL(host: configuration.defaultHost ?? target.host, target.pathAndQuery))
