@@ -61,6 +61,15 @@ final class CacheFill: @unchecked Sendable {
             } catch {
                 failure = error as? FetchError ?? .connectionFailed("\(error)")
             }
+            // A stream may end without an error when its task is cancelled (AsyncThrowingStream does), and an origin
+            // may close early on a body it framed by length: neither is a whole body, and a partial one stored
+            // would be served as the response. Only a body of its announced length (or of unknown length, ended by
+            // the origin) is committed.
+            if failure == nil, lock.withLock({ $0.abandoned }) || Task.isCancelled {
+                failure = .connectionFailed("every reader left")
+            } else if failure == nil, let expectedLength, length != expectedLength {
+                failure = .badResponse("the origin sent \(length) of the \(expectedLength) bytes its Content-Length announced")
+            }
             // Committed before the readers hear the end: a client that read the whole body finds it stored.
             done(failure == nil ? length : nil)
             let failed = failure
