@@ -32,7 +32,8 @@ package struct Locked<Value>: @unchecked Sendable {
     @usableFromInline let storage: Storage
 
     package init(_ value: Value) {
-        storage = Storage.create(minimumCapacity: 1) { _ in value } as! Storage
+        // `create` is a class method: called on the subclass, it makes one (the documented way to subclass).
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in value }, to: Storage.self)
         storage.withUnsafeMutablePointerToElements { lock in
             #if canImport(Darwin)
             lock.initialize(to: os_unfair_lock())

@@ -58,18 +58,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
 
-    /// Two byte buffers of the same length, equal but for ASCII case.
+    /// A byte with ASCII upper case folded to lower case.
     @inlinable
-    static func equalASCIIFolded(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
-        for index in 0..<left.count {
-            let x = left[index], y = right[index]
-            if x == y { continue }
-            let lx = x >= 0x41 && x <= 0x5A ? x | 0x20 : x
-            let ly = y >= 0x41 && y <= 0x5A ? y | 0x20 : y
-            if lx != ly { return false }
-        }
-        return true
-    }
+    static func asciiLowercased(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
     /// ASCII case-insensitive comparison without allocating.
     @inlinable
@@ -77,24 +68,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         // Most names compared differ in length (O(1) for native strings): no byte is looked at then.
         guard a.utf8.count == b.utf8.count else { return false }
         // Native strings (every name parsed or written here) have contiguous UTF-8: compared as two buffers, without
-        // the iterators' per-byte bookkeeping; the iterators remain for bridged strings.
-        if let equal = a.utf8.withContiguousStorageIfAvailable({ left in
-            b.utf8.withContiguousStorageIfAvailable { right in equalASCIIFolded(left, right) }
-        }) {
-            if let equal { return equal }
-        }
-        var left = a.utf8.makeIterator()
-        var right = b.utf8.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return true
-            case let (x?, y?):
-                if x == y { continue }
-                let lx = x >= 0x41 && x <= 0x5A ? x | 0x20 : x
-                let ly = y >= 0x41 && y <= 0x5A ? y | 0x20 : y
-                if lx != ly { return false }
-            default: return false
+        // the iterators' per-byte bookkeeping; the UTF-8 views are compared for bridged strings.
+        let contiguous = a.utf8.withContiguousStorageIfAvailable { left in
+            b.utf8.withContiguousStorageIfAvailable { right in
+                left.indices.allSatisfy { left[$0] == right[$0] || asciiLowercased(left[$0]) == asciiLowercased(right[$0]) }
             }
         }
+        if let equal = contiguous ?? nil { return equal }
+        return a.utf8.elementsEqual(b.utf8) { $0 == $1 || asciiLowercased($0) == asciiLowercased($1) }
     }
 }

@@ -73,7 +73,6 @@ public struct CacheControl: Sendable, Equatable {
         return argument.split(separator: ",").map { $0.trimmingSpaces.lowercased() }.filter { !$0.isEmpty }
     }
 
-    /// Bytes without the spaces and tabs around them.
     /// `bytes[range]` without the spaces and tabs at either end.
     private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Range<Int> {
         var (lower, upper) = (range.lowerBound, range.upperBound)
