@@ -1,10 +1,16 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Layers, bottom to top (each imports only those below it):
+// Layers, bottom to top (each imports only those below it). Device side (what an app links: no system library but
+// zlib, checked by tools/test): SatchelPlatform, SatchelCore, SatchelArchive, SatchelBundle, SatchelStore, SatchelHTTP,
+// SatchelCache, SatchelEngine, SatchelWebKit, SatchelUpdate. Publishing side (CI and servers): SatchelPublishing
+// (libarchive), SatchelNetwork, SatchelServer, SatchelOptions, satchel.
+//   SatchelPlatform the one home of platform calls (file times, read/write loops, flushing, syncfs, flock) and the
+//                   privacy manifest Apple asks of an SDK that makes them
 //   SatchelCore     pure model and rules, no I/O
-//   SatchelArchive  libarchive + zlib, hidden behind Swift types (above Core: its calendar)
-//   SatchelBundle   the bundle format: pack, read, verify
+//   SatchelArchive  zip read and written with Satchel's own code on zlib, gzip (above Core: its calendar)
+//   SatchelBundle   the bundle format as a device reads it: the streaming verifier, in-place bundles, the assembled delta
+//   SatchelPublishing  libarchive behind Swift types; pack (zip, tar.gz), diff, the release folder's objects and patches
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   SatchelHTTP     HTTP messages and bodies, and the one network seam: NetworkFetcher, its timeouts, errors and
 //                   policy (above Core only)
@@ -12,6 +18,8 @@ import PackageDescription
 //                   the store plugs in as a PackageSource)
 //   SatchelNetwork  a NetworkFetcher: a small HTTP/1.1 client on SwiftNIO (above HTTP)
 //   SatchelServer   satchel serve: the engine over HTTP/1.1 (above the engine and the network module)
+//   SatchelCache    the HTTP cache (RFC 9111) on disk, a NetworkFetcher around another (above HTTP)
+//   SatchelWebKit   the WebKit adapters' platform-neutral part and the Apple adapter (above the engine)
 //   SatchelUpdate   catalog, resumable downloads, delta install: above the store and the HTTP seam
 //   SatchelOptions  command-line options shared by every engine host (the CLI, the WebKitGTK viewer)
 //   satchel         the CLI
@@ -22,6 +30,7 @@ let package = Package(
         .library(name: "SatchelCore", targets: ["SatchelCore"]),
         .library(name: "SatchelArchive", targets: ["SatchelArchive"]),
         .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
+        .library(name: "SatchelPublishing", targets: ["SatchelPublishing"]),
         .library(name: "SatchelStore", targets: ["SatchelStore"]),
         .library(name: "SatchelHTTP", targets: ["SatchelHTTP"]),
         .library(name: "SatchelCache", targets: ["SatchelCache"]),
@@ -47,11 +56,11 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]
         ),
-        .systemLibrary(
-            name: "CZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
-        ),
+        // zlib is in every Apple SDK and on every Linux: the module map links "z" and nothing is looked up with
+        // pkg-config (which runs for the build Mac, not the target, and could leak its paths into an iOS build).
+        .systemLibrary(name: "CZlib"),
+        // The platform calls and the privacy manifest; no dependencies.
+        .target(name: "SatchelPlatform", resources: [.copy("PrivacyInfo.xcprivacy")]),
         .target(
             name: "SatchelCore",
             dependencies: [
@@ -61,23 +70,31 @@ let package = Package(
         ),
         .target(
             name: "SatchelArchive",
-            dependencies: ["CArchive", "CZlib", "SatchelCore"]
+            dependencies: ["CZlib", "SatchelCore", "SatchelPlatform"]
         ),
         .target(
             name: "SatchelBundle",
             dependencies: [
-                "SatchelCore", "SatchelArchive",
+                "SatchelCore", "SatchelArchive", "SatchelPlatform",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The publishing side's archives: libarchive (tar.gz, and the packer's zip), packing, deltas, the release folder.
+        .target(
+            name: "SatchelPublishing",
+            dependencies: [
+                "CArchive", "SatchelBundle", "SatchelArchive", "SatchelCore", "SatchelPlatform",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
             name: "SatchelStore",
-            dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle"]
+            dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle", "SatchelPlatform"]
         ),
         // HTTP messages and the network seam, shared by the engine, every fetcher and the updater.
         .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
         // The HTTP cache (RFC 9111) on disk: a NetworkFetcher that wraps another; its rules are SatchelCore's.
-        .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelArchive"]),
+        .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         // Above SatchelHTTP and SatchelCore only: it reads packages through SatchelCore's PackageSource, which the
         // store implements, and fetches through SatchelHTTP's NetworkFetcher, which SatchelNetwork implements.
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"]),
@@ -86,7 +103,7 @@ let package = Package(
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
         // NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
-        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore"]),
+        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         // The network fallback on SwiftNIO: a NetworkFetcher with its own pooled HTTP/1.1 client (NIOSSL for https)
         // that shares the server's event loops, keeps header fields as sent, and reads the upstream only as fast as
         // the consumer takes it.
@@ -105,7 +122,7 @@ let package = Package(
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelCore", "SatchelStore", "SatchelNetwork",
+                "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelCore", "SatchelStore", "SatchelNetwork", "SatchelPlatform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -124,8 +141,8 @@ let package = Package(
         .executableTarget(
             name: "satchel",
             dependencies: [
-                "SatchelCore", "SatchelBundle", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelServer",
-                "SatchelUpdate", "SatchelOptions", "SatchelNetwork",
+                "SatchelCore", "SatchelBundle", "SatchelPublishing", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelCache",
+                "SatchelServer", "SatchelUpdate", "SatchelOptions", "SatchelNetwork", "SatchelPlatform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -147,21 +164,24 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
-        .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelPublishing", "SatchelPlatform", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelPublishingTests",
+            dependencies: ["SatchelPublishing", "SatchelBundle", "SatchelArchive", "SatchelCore", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelBundleTests",
-            dependencies: ["SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
+            dependencies: ["SatchelBundle", "SatchelPublishing", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelStoreTests",
-            dependencies: ["SatchelStore", "SatchelBundle", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
+            dependencies: ["SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelCore", "SatchelArchive", "SatchelTestSupport"]),
         // A child process for the engine's memory test (peak RSS must be measured in a fresh process).
         .executableTarget(name: "SatchelEngineProbe", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"], path: "Tests/SatchelEngineProbe"),
         .testTarget(
             name: "SatchelEngineTests",
             // SatchelWebKit for URLSessionFetcher: the loader's fallback is tested through a real HTTP stack.
             dependencies: [
-                "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelTestSupport", "SatchelEngineProbe",
-                "SatchelWebKit",
+                "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelTestSupport",
+                "SatchelEngineProbe", "SatchelWebKit",
             ],
             exclude: ["Resources"]),
         .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelHTTP", "SatchelCore"]),
@@ -180,12 +200,13 @@ let package = Package(
         .testTarget(
             name: "SatchelServerTests",
             dependencies: [
-                "SatchelServer", "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelStore", "SatchelBundle", "SatchelCore", "SatchelTestSupport",
+                "SatchelServer", "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelCore",
+                "SatchelTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "SatchelUpdateTests",
-            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
+            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
         // The documentation as tests: links resolve, the README's example compiles, the formats spec names every field.
         .testTarget(
             name: "DocumentationTests",

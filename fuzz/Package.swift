@@ -14,6 +14,10 @@ let package = Package(
         .executableTarget(name: "body-restorer", dependencies: ["FuzzDriver", .product(name: "SatchelCore", package: "Satchel")], path: "Targets/body-restorer"),
         .executableTarget(name: "manifest", dependencies: ["FuzzDriver", .product(name: "SatchelCore", package: "Satchel")], path: "Targets/manifest"),
         .executableTarget(name: "catalog", dependencies: ["FuzzDriver", .product(name: "SatchelCore", package: "Satchel")], path: "Targets/catalog"),
+        .executableTarget(
+            name: "zip-reader",
+            dependencies: ["FuzzDriver", .product(name: "SatchelArchive", package: "Satchel"), .product(name: "SatchelBundle", package: "Satchel")],
+            path: "Targets/zip-reader"),
         .executableTarget(name: "zip-directory", dependencies: ["FuzzDriver", .product(name: "SatchelArchive", package: "Satchel")], path: "Targets/zip-directory"),
         .executableTarget(
             name: "request-edge",

@@ -1,3 +1,4 @@
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -6,65 +7,41 @@ import Darwin
 
 /// A file opened for writing by descriptor: the last layer before the disk, shared by the archive and gzip
 /// writers. It reports errno precisely so that a full disk surfaces as one typed error.
-final class FileOutput {
-    let path: String
-    private(set) var descriptor: Int32
+package final class FileOutput {
+    package let path: String
+    package private(set) var descriptor: Int32
 
     /// Creates `path`, which must not exist yet (O_EXCL), with mode 0644.
-    init(creating path: String) throws {
+    package init(creating path: String) throws {
         self.path = path
         // Read-write: the zip writer reads its directory back to correct the entry times.
         descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if descriptor < 0 { throw ArchiveError.io(operation: "create", path: path, errno: errno) }
     }
 
-    func write(_ buffer: UnsafeRawBufferPointer) throws {
-        if let code = POSIXWrite.all(buffer, to: descriptor) { throw ArchiveError.io(operation: "write", path: path, errno: code) }
+    package func write(_ buffer: UnsafeRawBufferPointer) throws {
+        if let code = POSIXIO.writeAll(buffer, to: descriptor) { throw ArchiveError.io(operation: "write", path: path, errno: code) }
     }
 
     /// Overwrites bytes already written, at `offset`.
-    func write(_ bytes: [UInt8], at offset: Int64) throws {
-        let written = bytes.withUnsafeBytes { systemPwrite(descriptor, $0.baseAddress!, $0.count, off_t(offset)) }
+    package func write(_ bytes: [UInt8], at offset: Int64) throws {
+        let written = bytes.withUnsafeBytes { POSIXIO.pwrite(descriptor, $0.baseAddress!, $0.count, offset) }
         if written != bytes.count { throw ArchiveError.io(operation: "write", path: path, errno: written < 0 ? errno : EIO) }
     }
 
     /// Flushes to stable storage and closes.
-    func close(sync: Bool) throws {
+    package func close(sync: Bool) throws {
         guard descriptor >= 0 else { return }
         defer { descriptor = -1 }
         if sync, fsync(descriptor) != 0 {
             let code = errno
-            _ = systemClose(descriptor)
+            _ = POSIXIO.close(descriptor)
             throw ArchiveError.io(operation: "fsync", path: path, errno: code)
         }
-        if systemClose(descriptor) != 0 { throw ArchiveError.io(operation: "close", path: path, errno: errno) }
+        if POSIXIO.close(descriptor) != 0 { throw ArchiveError.io(operation: "close", path: path, errno: errno) }
     }
 
     deinit {
-        if descriptor >= 0 { _ = systemClose(descriptor) }
+        if descriptor >= 0 { _ = POSIXIO.close(descriptor) }
     }
-}
-
-@inline(__always) func systemWrite(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Glibc)
-    Glibc.write(fd, pointer, count)
-    #else
-    Darwin.write(fd, pointer, count)
-    #endif
-}
-
-@inline(__always) func systemPwrite(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int {
-    #if canImport(Glibc)
-    Glibc.pwrite(fd, pointer, count, offset)
-    #else
-    Darwin.pwrite(fd, pointer, count, offset)
-    #endif
-}
-
-@inline(__always) func systemClose(_ fd: Int32) -> Int32 {
-    #if canImport(Glibc)
-    Glibc.close(fd)
-    #else
-    Darwin.close(fd)
-    #endif
 }

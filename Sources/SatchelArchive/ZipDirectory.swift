@@ -1,3 +1,4 @@
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -104,13 +105,20 @@ public struct ZipDirectory: Sendable {
 
     /// Reads the directory of the zip at `path` (the end records, the directory, each local header).
     public static func read(path: String, limits: ArchiveLimits = .default) throws(ZipFormatError) -> ZipDirectory {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .io(operation: "open", path: path, errno: errno) }
-        defer { close(descriptor) }
+        let file: ZipFile
+        do { file = try ZipFile(path: path) } catch {
+            guard case .io(let operation, let path, let code) = error else { throw .io(operation: "open", path: path, errno: EIO) }
+            throw .io(operation: operation, path: path, errno: code)
+        }
+        return try read(file, limits: limits)
+    }
+
+    /// Reads the directory of a zip already open.
+    public static func read(_ file: ZipFile, limits: ArchiveLimits = .default) throws(ZipFormatError) -> ZipDirectory {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw .io(operation: "stat", path: path, errno: errno) }
+        guard fstat(file.descriptor, &info) == 0 else { throw .io(operation: "stat", path: file.path, errno: errno) }
         return try parse(size: Int64(info.st_size), limits: limits) { (offset, count) throws(ZipFormatError) in
-            try Self.pread(descriptor, path: path, offset: offset, count: count)
+            try Self.pread(file.descriptor, path: file.path, offset: offset, count: count)
         }
     }
 
@@ -164,7 +172,7 @@ public struct ZipDirectory: Sendable {
     /// Where each entry's local header and central directory record start, in directory order, without judging
     /// the entries: the writer corrects the times of archives it has just written, including the hostile ones
     /// tests build (folders, links), which ``parse(size:limits:read:)`` would refuse.
-    static func headerOffsets(
+    package static func headerOffsets(
         size: Int64, read: (Int64, Int) throws(ZipFormatError) -> [UInt8]
     ) throws(ZipFormatError) -> [(local: Int64, central: Int64)] {
         let end = try EndRecord.find(size: size, read: read)
@@ -204,17 +212,12 @@ public struct ZipDirectory: Sendable {
 
     private static func pread(_ descriptor: Int32, path: String, offset: Int64, count: Int) throws(ZipFormatError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let got = bytes.withUnsafeMutableBytes { systemPread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw .io(operation: "read", path: path, errno: errno)
-            }
-            guard got > 0 else { throw .io(operation: "read (file shorter than its zip directory says)", path: path, errno: EIO) }
-            done += got
+        let result = bytes.withUnsafeMutableBytes { POSIXIO.readFully(descriptor, into: $0, at: offset) }
+        switch result {
+        case .failure(let code): throw .io(operation: "read", path: path, errno: code.rawValue)
+        case .success(let got) where got < count: throw .io(operation: "read (file shorter than its zip directory says)", path: path, errno: EIO)
+        case .success: return bytes
         }
-        return bytes
     }
 }
 
@@ -397,12 +400,4 @@ private struct CentralRecord {
             name: name, method: self.method, crc32: crc32, compressedSize: compressedSize, size: size,
             localHeaderOffset: localHeaderOffset, dataOffset: dataOffset, centralHeaderOffset: headerOffset)
     }
-}
-
-@inline(__always) func systemPread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int {
-    #if canImport(Glibc)
-    Glibc.pread(fd, buffer, count, offset)
-    #else
-    Darwin.pread(fd, buffer, count, offset)
-    #endif
 }

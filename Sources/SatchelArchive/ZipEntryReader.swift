@@ -1,27 +1,75 @@
 internal import CZlib
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
+/// A zip opened for reading: one descriptor that the readers of its entries share (each reads at its own offsets
+/// with `pread`, so they never disturb each other).
+public final class ZipFile: Sendable {
+    public let path: String
+    let descriptor: Int32
+
+    public init(path: String) throws(ArchiveError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .io(operation: "open", path: path, errno: errno) }
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    deinit { POSIXIO.close(descriptor) }
+}
+
+/// A raw-deflate stream and its 64 KiB input buffer, reset between entries: a bundle's thousands of small files
+/// then cost no allocation each. One reader uses it at a time.
+final class Inflater {
+    let stream: UnsafeMutablePointer<z_stream>
+    /// Compressed input; allocated by hand because zlib keeps pointing into it between calls.
+    let input: UnsafeMutableRawBufferPointer
+
+    init() throws(ArchiveError) {
+        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        // Negative window bits: raw deflate, as zip stores it (no zlib or gzip wrapper).
+        let status = inflateInit2_(stream, -15, satchel_zlib_version(), satchel_z_stream_size())
+        guard status == Z_OK else {
+            stream.deinitialize(count: 1)
+            stream.deallocate()
+            throw .zlib(operation: "inflateInit2", code: status)
+        }
+        self.stream = stream
+        input = .allocate(byteCount: 64 << 10, alignment: 16)
+    }
+
+    func reset() {
+        inflateReset(stream)
+        stream.pointee.next_in = nil
+        stream.pointee.avail_in = 0
+    }
+
+    deinit {
+        inflateEnd(stream)
+        stream.deinitialize(count: 1)
+        stream.deallocate()
+        input.deallocate()
+    }
+}
+
 /// Reads one zip entry's bytes in order, straight from the archive: a stored entry is read as it is, a deflated
 /// one is inflated (raw deflate) as it is read. Memory stays bounded by one 64 KiB input buffer, zlib's 32 KiB
-/// window and the caller's chunk, whatever the entry's size.
+/// window and the caller's buffer, whatever the entry's size.
 ///
 /// Exactly ``ZipEntry/size`` bytes come out: a stream that ends early, runs on, or does not end where the
 /// directory says is ``ArchiveError/corrupt(entry:reason:)``, and so is a CRC-32 that does not match once the
 /// whole entry was read from its start.
 ///
-/// Not thread-safe: one reader per consumer. It has its own descriptor, so readers of one archive never disturb
-/// each other.
+/// Not thread-safe: one reader per consumer.
 public final class ZipEntryReader {
     public let entry: ZipEntry
-    private let path: String
-    private let descriptor: Int32
-    private let stream: UnsafeMutablePointer<z_stream>?
-    /// Compressed input; allocated by hand because zlib keeps pointing into it between calls.
-    private let input: UnsafeMutableRawBufferPointer
+    private let file: ZipFile
+    private let inflater: Inflater?
     /// Compressed bytes read from the archive so far.
     private var consumed: Int64 = 0
     /// Decoded bytes produced so far.
@@ -30,44 +78,43 @@ public final class ZipEntryReader {
     private var streamEnded = false
     private var checkedEnd = false
 
-    /// Opens the archive at `path` for this entry.
-    public init(path: String, entry: ZipEntry) throws(ArchiveError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .io(operation: "open", path: path, errno: errno) }
-        var stream: UnsafeMutablePointer<z_stream>?
-        if entry.method == .deflated {
-            let allocated = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-            allocated.initialize(to: z_stream())
-            // Negative window bits: raw deflate, as zip stores it (no zlib or gzip wrapper).
-            let status = inflateInit2_(allocated, -15, satchel_zlib_version(), satchel_z_stream_size())
-            guard status == Z_OK else {
-                allocated.deinitialize(count: 1)
-                allocated.deallocate()
-                close(descriptor)
-                throw .zlib(operation: "inflateInit2", code: status)
-            }
-            stream = allocated
-        }
-        self.path = path
-        self.entry = entry
-        self.descriptor = descriptor
-        self.stream = stream
-        let inputSize = entry.method == .deflated ? Int(min(64 << 10, max(1, entry.compressedSize))) : 0
-        input = .allocate(byteCount: inputSize, alignment: 16)
+    /// Opens the archive at `path` for this entry alone.
+    public convenience init(path: String, entry: ZipEntry) throws(ArchiveError) {
+        try self.init(file: try ZipFile(path: path), entry: entry, inflater: entry.method == .deflated ? try Inflater() : nil)
     }
 
-    deinit {
-        if let stream {
-            inflateEnd(stream)
-            stream.deinitialize(count: 1)
-            stream.deallocate()
+    /// Reads `entry` of an archive already open; a deflated entry needs an inflater, which is reset here.
+    init(file: ZipFile, entry: ZipEntry, inflater: Inflater?) throws(ArchiveError) {
+        self.file = file
+        self.entry = entry
+        if entry.method == .deflated {
+            let shared: Inflater
+            if let inflater { shared = inflater } else { shared = try Inflater() }
+            shared.reset()
+            self.inflater = shared
+        } else {
+            self.inflater = nil
         }
-        input.deallocate()
-        close(descriptor)
     }
 
     /// Whether every byte of the entry has been read.
     public var isAtEnd: Bool { position == entry.size }
+
+    /// Fills as much of `buffer` as the entry has left (all of it unless at the end) and returns the count; 0 once
+    /// the entry is exhausted, after its end was checked.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(ArchiveError) -> Int {
+        let wanted = Int(min(Int64(buffer.count), entry.size - position))
+        guard wanted > 0 else {
+            try checkEnd()
+            return 0
+        }
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted])
+        let produced = try inflater == nil ? readStored(into: target) : inflate(into: target)
+        crc = crc32(crc, target.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(produced))
+        position += Int64(produced)
+        try checkEnd()
+        return produced
+    }
 
     /// Reads up to `count` more bytes (fewer only at the end; empty once the entry is exhausted).
     public func read(upTo count: Int) throws(ArchiveError) -> [UInt8] {
@@ -78,13 +125,10 @@ public final class ZipEntryReader {
         }
         var output = [UInt8](repeating: 0, count: wanted)
         let result: Result<Int, ArchiveError> = output.withUnsafeMutableBytes { raw in
-            do throws(ArchiveError) { return .success(try stream == nil ? readStored(into: raw) : inflate(into: raw)) } catch { return .failure(error) }
+            do throws(ArchiveError) { return .success(try read(into: raw)) } catch { return .failure(error) }
         }
         let produced = try result.get()
         if produced < wanted { output.removeLast(wanted - produced) }
-        crc = output.withUnsafeBytes { crc32(crc, $0.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt($0.count)) }
-        position += Int64(produced)
-        try checkEnd()
         return output
     }
 
@@ -116,38 +160,34 @@ public final class ZipEntryReader {
 
     /// Fills `buffer` from the archive at `offset`; the archive ending first is corruption.
     private func readArchive(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(ArchiveError) {
-        var done = 0
-        while done < buffer.count {
-            let got = systemPread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw .io(operation: "read", path: path, errno: errno)
-            }
-            guard got > 0 else { throw corrupt("the archive ends inside the entry") }
-            done += got
+        switch POSIXIO.readFully(file.descriptor, into: buffer, at: offset) {
+        case .failure(let code): throw .io(operation: "read", path: file.path, errno: code.rawValue)
+        case .success(let count) where count < buffer.count: throw corrupt("the archive ends inside the entry")
+        case .success: return
         }
     }
 
     /// Gives zlib the next piece of compressed data; false when there is none left.
-    private func refill(_ stream: UnsafeMutablePointer<z_stream>) throws(ArchiveError) -> Bool {
+    private func refill(_ inflater: Inflater) throws(ArchiveError) -> Bool {
         let left = entry.compressedSize - consumed
         guard left > 0 else { return false }
-        let count = Int(min(Int64(input.count), left))
-        let piece = UnsafeMutableRawBufferPointer(rebasing: input[0..<count])
+        let count = Int(min(Int64(inflater.input.count), left))
+        let piece = UnsafeMutableRawBufferPointer(rebasing: inflater.input[0..<count])
         try readArchive(into: piece, at: entry.dataOffset + consumed)
         consumed += Int64(count)
-        stream.pointee.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
-        stream.pointee.avail_in = uInt(count)
+        inflater.stream.pointee.next_in = inflater.input.baseAddress!.assumingMemoryBound(to: Bytef.self)
+        inflater.stream.pointee.avail_in = uInt(count)
         return true
     }
 
     private func inflate(into buffer: UnsafeMutableRawBufferPointer) throws(ArchiveError) -> Int {
-        guard let stream else { return 0 }
+        guard let inflater else { return 0 }
+        let stream = inflater.stream
         stream.pointee.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
         stream.pointee.avail_out = uInt(buffer.count)
         while stream.pointee.avail_out > 0 {
             if streamEnded { throw corrupt("the deflate stream ends before the declared size") }
-            if stream.pointee.avail_in == 0, try !refill(stream) {
+            if stream.pointee.avail_in == 0, try !refill(inflater) {
                 throw corrupt("the compressed data ends before the declared size")
             }
             let status = CZlib.inflate(stream, Z_NO_FLUSH)
@@ -166,10 +206,11 @@ public final class ZipEntryReader {
     private func checkEnd() throws(ArchiveError) {
         guard isAtEnd, !checkedEnd else { return }
         checkedEnd = true
-        if let stream {
+        if let inflater {
+            let stream = inflater.stream
             var spare: UInt8 = 0
             while !streamEnded {
-                if stream.pointee.avail_in == 0, try !refill(stream) {
+                if stream.pointee.avail_in == 0, try !refill(inflater) {
                     throw corrupt("the compressed data ends before the deflate stream does")
                 }
                 let status = withUnsafeMutablePointer(to: &spare) { pointer -> Int32 in

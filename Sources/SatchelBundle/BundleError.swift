@@ -22,6 +22,8 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
     case directory(ZipFormatError)
     /// The bundle cannot be served without extracting it (a tar.gz, a delta).
     case cannotServeInPlace(reason: String)
+    /// The file is an archive of a kind devices do not read (a tar.gz): a device installs zip bundles only.
+    case unsupportedFormat(path: String, format: String)
 
     /// The package file or archive entry the error is about, when there is one.
     public var subject: String? {
@@ -36,7 +38,7 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notARegularFile(let entry, _), .unexpectedEntry(let entry), .outOfOrder(let entry, _): entry
         case .missingFile(let path), .sizeMismatch(let path, _, _), .hashMismatch(let path, _, _): path
         case .directory(let error): error.entry
-        case .archive, .cannotServeInPlace: nil
+        case .archive, .cannotServeInPlace, .unsupportedFormat: nil
         }
     }
 
@@ -59,6 +61,8 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
         case .hashMismatch(let path, let expected, let actual): "file \(path.debugDescription) has sha256 \(actual), the manifest says \(expected)"
         case .directory(let error): "\(error)"
         case .cannotServeInPlace(let reason): "cannot be served in place: \(reason)"
+        case .unsupportedFormat(let path, let format):
+            "\(path) is a \(format) bundle; devices install zip bundles only: repack it as zip (satchel pack --format zip)"
         }
     }
 }
@@ -66,7 +70,7 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
 extension BundleError {
     /// A bundle's manifest checked by ``SignatureCheck``, the refusal as a bundle error. Every reader of bundles
     /// (streamed or in place) calls this, so there is one rule for what a trusted key requires.
-    static func checkingSignature(of manifestBytes: [UInt8], _ signature: Signature?, trustedKeys: [VerifyingKey]) throws(BundleError) -> Bool {
+    package static func checkingSignature(of manifestBytes: [UInt8], _ signature: Signature?, trustedKeys: [VerifyingKey]) throws(BundleError) -> Bool {
         do {
             return try SignatureCheck.verify(manifestBytes, signature: signature, trustedKeys: trustedKeys)
         } catch {

@@ -1,6 +1,12 @@
 import Crypto
 import SatchelArchive
 import SatchelCore
+import SatchelPlatform
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Receives a bundle's files as ``BundleReader`` streams them; the store's installer writes them to disk,
 /// the verifier only lets them be hashed.
@@ -23,6 +29,10 @@ public struct DiscardingSink: BundleFileSink {
 /// Reads a bundle in one streaming pass, in the order the format fixes: `satchel.json`, then `satchel.sig`
 /// when signed, then the files in manifest order.
 ///
+/// A device reads zip only, with Satchel's own reader on zlib (``ZipReader``): ``init(path:trustedKeys:limits:)``
+/// refuses a tar.gz by name. The publishing side hands in libarchive's reader for tar.gz through
+/// ``init(path:entries:trustedKeys:)``, so both formats pass the same checks in the same order.
+///
 /// Opening the reader parses and checks the manifest and the signature before a single file byte is read, so
 /// nothing is trusted before it is verified; ``readFiles(into:)`` then hashes every file as it streams and
 /// accepts exactly the files the manifest lists.
@@ -39,21 +49,29 @@ public final class BundleReader {
     public let delta: DeltaManifest?
     /// Whether a trusted key verified ``signature``.
     public let signatureVerified: Bool
-    private let archive: ArchiveReader
+    private let archive: any ArchiveEntryStream
     private var pending: ArchiveEntryInfo?
     private var consumed = false
 
+    /// Opens a zip bundle with the device's own reader.
     /// - Parameters:
     ///   - trustedKeys: when not empty, the bundle must be signed by one of them.
-    public init(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) {
+    /// - Throws: ``BundleError/unsupportedFormat(path:format:)`` for a tar.gz.
+    public convenience init(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) {
+        if try BundleFormat.sniff(path) == .tarGzip { throw .unsupportedFormat(path: path, format: "tar.gz") }
+        let entries: ZipReader
+        do { entries = try ZipReader(path: path, limits: limits) } catch { throw BundleError.reading(error) }
+        try self.init(path: path, entries: entries, trustedKeys: trustedKeys)
+    }
+
+    /// Reads a bundle from `entries`, an archive opened by the caller (the publishing side's tar.gz reader).
+    public init(path: String, entries archive: any ArchiveEntryStream, trustedKeys: [VerifyingKey] = []) throws(BundleError) {
         self.path = path
-        let archive: ArchiveReader
         let manifestBytes: [UInt8]
         let signature: Signature?
         var signatureBytes: [UInt8]? = nil
         var delta: DeltaManifest? = nil
         do {
-            archive = try ArchiveReader(path: path, limits: limits)
             guard let first = try archive.nextEntry() else { throw BundleError.manifestNotFirst(found: nil) }
             guard first.path == Manifest.fileName else { throw BundleError.manifestNotFirst(found: first.path) }
             guard first.kind == .regular else {
@@ -83,22 +101,14 @@ public final class BundleReader {
                 next = try archive.nextEntry()
             }
             pending = next
-            self.archive = archive
             self.manifestBytes = manifestBytes
             self.signature = signature
             self.signatureBytes = signatureBytes
             self.delta = delta
-        } catch let error as BundleError {
-            throw error
-        } catch let error as DeltaManifestError {
-            throw .delta(error)
-        } catch let error as ManifestError {
-            throw .manifest(error)
-        } catch let error as ArchiveError {
-            throw .archive(error)
         } catch {
-            throw .archive(.corrupt(entry: nil, reason: "\(error)"))
+            throw BundleError.reading(error)
         }
+        self.archive = archive
         signatureVerified = try BundleError.checkingSignature(of: manifestBytes, signature, trustedKeys: trustedKeys)
     }
 
@@ -140,9 +150,12 @@ public final class BundleReader {
             }
         } catch let error as ArchiveError {
             throw BundleError.archive(error)
+        } catch let error as ZipFormatError {
+            throw BundleError.directory(error)
         } catch let error as SafePathError {
             throw BundleError.unsafeEntryName(error)
         }
+        // Anything else is the sink's own error (a full disk while staging): it passes through as it is.
         return read
     }
 
@@ -178,6 +191,41 @@ public final class BundleReader {
         }
         if let declared = entry.declaredSize, declared != file.size {
             throw BundleError.sizeMismatch(path: file.path.value, expected: file.size, actual: declared)
+        }
+    }
+}
+
+/// The container formats a bundle file can be, told from its first bytes.
+public enum BundleFormat: String, Sendable {
+    case zip
+    case tarGzip = "tar.gz"
+    /// Neither: the zip reader then says what is wrong with it.
+    case unknown
+
+    /// Looks at the first two bytes: gzip's magic number, or anything else.
+    public static func sniff(_ path: String) throws(BundleError) -> BundleFormat {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .archive(.io(operation: "open", path: path, errno: errno)) }
+        defer { POSIXIO.close(descriptor) }
+        var magic: [UInt8] = [0, 0, 0, 0]
+        let got = magic.withUnsafeMutableBytes { POSIXIO.read(descriptor, $0.baseAddress!, 4) }
+        if got >= 2, magic[0] == 0x1F, magic[1] == 0x8B { return .tarGzip }
+        if got == 4, magic == [0x50, 0x4B, 0x03, 0x04] || magic == [0x50, 0x4B, 0x05, 0x06] { return .zip }
+        return .unknown
+    }
+}
+
+extension BundleError {
+    /// Any error met while reading a bundle, as a bundle error (the one mapping every reader shares).
+    package static func reading(_ error: any Error) -> BundleError {
+        switch error {
+        case let error as BundleError: error
+        case let error as DeltaManifestError: .delta(error)
+        case let error as ManifestError: .manifest(error)
+        case let error as ArchiveError: .archive(error)
+        case let error as ZipFormatError: .directory(error)
+        case let error as SafePathError: .unsafeEntryName(error)
+        default: .archive(.corrupt(entry: nil, reason: "\(error)"))
         }
     }
 }

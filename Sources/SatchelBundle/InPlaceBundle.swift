@@ -38,7 +38,7 @@ public final class InPlaceBundle: PackageArchive {
     ///   - trustedKeys: when not empty, the bundle must be signed by one of them.
     public init(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) {
         self.path = path
-        if try Self.startsLikeGzip(path) { throw .cannotServeInPlace(reason: "it is a tar.gz; only a zip can be served without extracting it") }
+        if try BundleFormat.sniff(path) == .tarGzip { throw .cannotServeInPlace(reason: "it is a tar.gz; only a zip can be served without extracting it") }
         let directory: ZipDirectory
         do { directory = try ZipDirectory.read(path: path, limits: limits) } catch { throw .directory(error) }
         var queue = directory.entries[...]
@@ -151,15 +151,6 @@ public final class InPlaceBundle: PackageArchive {
     private static func readSmall(_ path: String, _ entry: ZipEntry, limit: Int) throws(BundleError) -> [UInt8] {
         guard entry.size <= Int64(limit) else { throw .archive(.entryTooLarge(entry: entry.name, limit: Int64(limit))) }
         do { return try ZipEntryReader(path: path, entry: entry).readAll() } catch { throw .archive(error) }
-    }
-
-    private static func startsLikeGzip(_ path: String) throws(BundleError) -> Bool {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .archive(.io(operation: "open", path: path, errno: errno)) }
-        defer { close(descriptor) }
-        var magic: [UInt8] = [0, 0]
-        let got = magic.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, 2) }
-        return got == 2 && magic == [0x1F, 0x8B]
     }
 }
 

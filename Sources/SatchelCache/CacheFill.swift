@@ -1,6 +1,6 @@
-import SatchelArchive
 import SatchelCore
 import SatchelHTTP
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -50,7 +50,7 @@ final class CacheFill: @unchecked Sendable {
             do {
                 for try await chunk in body.chunks() {
                     if lock.withLock({ $0.abandoned }) { failure = .connectionFailed("every reader left"); break }
-                    if let code = POSIXWrite.all(chunk, to: descriptor) {
+                    if let code = POSIXIO.writeAll(chunk, to: descriptor) {
                         failure = .connectionFailed("cannot write the cache: \(String(cString: strerror(code)))")
                         break
                     }

@@ -1,7 +1,7 @@
 import Foundation
-import SatchelArchive
 import SatchelCore
 import SatchelHTTP
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -290,7 +290,7 @@ final class CacheStore: Sendable {
         let temporary = temporaryFolder + "/" + id + "." + Self.randomID() + ".json"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return false }
-        let failed = POSIXWrite.all(bytes, to: descriptor) != nil
+        let failed = POSIXIO.writeAll(bytes, to: descriptor) != nil
         close(descriptor)
         guard !failed, rename(temporary, recordPath(id)) == 0 else {
             unlink(temporary)

@@ -2,6 +2,7 @@ import Foundation
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
+import SatchelPlatform
 
 /// Serves a folder of bundles and catalogs (`--publish`) as plain static files, with the same Range,
 /// If-Range and ETag rules as packages, and the caching each kind of file allows (``ReleaseCaching``). The ETag is
@@ -15,12 +16,12 @@ struct StaticFolder: Sendable {
         var info = stat()
         guard stat(location, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         let size = Int64(info.st_size)
-        let etag = "\"\(String(size, radix: 16))-\(String(Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec), radix: 16))\""
+        let etag = "\"\(String(size, radix: 16))-\(String(FileTimes.modified(info), radix: 16))\""
         var headers: HTTPHeaders = [
             "Content-Type": MIMETable.entry(for: relative).type, "ETag": etag, "Accept-Ranges": "bytes",
             "Cache-Control": ReleaseCaching.cacheControl(forPublished: relative.value),
         ]
-        let modified = Timestamp(secondsSinceEpoch: Int64(info.st_mtim.tv_sec))
+        let modified = Timestamp(secondsSinceEpoch: FileTimes.modifiedSeconds(info))
         headers.add("Last-Modified", modified.httpDate)
         // A file written within the last second may change again within it: its date is then a weak validator.
         let validators = Validators(etag: etag, lastModified: modified, lastModifiedIsStrong: Int64(time(nil)) > modified.secondsSinceEpoch)

@@ -2,6 +2,7 @@ import Foundation
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -166,13 +167,8 @@ enum BuiltIns {
     static func identity(of bundle: InPlaceBundle) throws(StatFailure) -> [UInt8] {
         var info = stat()
         guard stat(bundle.path, &info) == 0 else { throw StatFailure(code: errno) }
-        #if canImport(Darwin)
-        let modified = Int64(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int64(info.st_mtimespec.tv_nsec)
-        let changed = Int64(info.st_ctimespec.tv_sec) * 1_000_000_000 + Int64(info.st_ctimespec.tv_nsec)
-        #else
-        let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        let changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
-        #endif
+        let modified = FileTimes.modified(info)
+        let changed = FileTimes.changed(info)
         return CanonicalJSON.object([
             "bundle": .string(bundle.path),
             "changed": .integer(changed),

@@ -1,5 +1,6 @@
 import Foundation
-import SatchelArchive
+import SatchelPlatform
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -50,7 +51,7 @@ enum FileSystem {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let count = chunk.withUnsafeMutableBytes { posixRead(descriptor, $0.baseAddress!, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { POSIXIO.read(descriptor, $0.baseAddress!, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw .system("read", path)
@@ -85,57 +86,53 @@ enum FileSystem {
         try syncDirectory(parent(of: path))
     }
 
-    /// Makes a file's data durable: `F_FULLFSYNC` on Apple platforms, where `fsync` only reaches the drive's
-    /// cache, else `fsync`. The one place the store flushes a file, so state files and installed files alike
-    /// get the platform's real flush.
+    /// Makes a file's data durable on the drive itself (``Durability/flushToMedia(_:)``: `F_FULLFSYNC` on Apple
+    /// platforms, where `fsync` only reaches the drive's cache). For the switch that makes an install visible (the
+    /// state file) and for files written one at a time.
     static func flush(_ descriptor: Int32, path: String) throws(StoreError) {
-        #if canImport(Darwin)
-        // Some file systems (network, FAT) refuse F_FULLFSYNC; fsync is the best they offer.
-        if fcntl(descriptor, F_FULLFSYNC) == 0 { return }
-        guard fsync(descriptor) == 0 else { throw .system("fcntl(F_FULLFSYNC)", path) }
-        #else
-        guard fsync(descriptor) == 0 else { throw .system("fsync", path) }
-        #endif
+        if let code = Durability.flushToMedia(descriptor) { throw .system(Durability.flushToMediaCall, path, code) }
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(StoreError) {
-        if let code = POSIXWrite.all(bytes, to: descriptor) { throw .system("write", path, code) }
+        if let code = POSIXIO.writeAll(bytes, to: descriptor) { throw .system("write", path, code) }
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], path: String) throws(StoreError) {
-        if let code = POSIXWrite.all(bytes, to: descriptor) { throw .system("write", path, code) }
+        if let code = POSIXIO.writeAll(bytes, to: descriptor) { throw .system("write", path, code) }
     }
 
     static func syncDirectory(_ path: String) throws(StoreError) {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .system("open", path) }
         defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw .system("fsync", path) }
+        if let code = Durability.flushData(descriptor) { throw .system("fsync", path, code) }
     }
 
-    /// Flushes every dirty page of the file system holding `path` in one call (Linux `syncfs`): far cheaper
-    /// than 5,000 serial fsyncs. Elsewhere, or when syncfs is missing, falls back to ``syncEach(_:)``.
+    /// Makes a staged tree durable before it is renamed into place. Linux: one `syncfs` of the file system holding
+    /// `path`, far cheaper than 5,000 serial fsyncs. Elsewhere (Apple platforms, or a C library without syncfs), as
+    /// Apple documents: each file's and folder's data handed to the drive in order (`F_BARRIERFSYNC`, or `fsync`),
+    /// then one `F_FULLFSYNC`, which empties the drive's cache of all of it, before the rename (decision 0030).
     static func syncFileSystem(containing path: String, entries: [String]) throws(StoreError) {
-        #if os(Linux)
-        if let syncfs = syncfsFunction {
-            let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw .system("open", path) }
-            defer { close(descriptor) }
-            guard syncfs(descriptor) == 0 else { throw .system("syncfs", path) }
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .system("open", path) }
+        defer { close(descriptor) }
+        if let result = Durability.syncFileSystem(descriptor) {
+            guard result == 0 else { throw .system("syncfs", path, result) }
             return
         }
-        #endif
-        try syncEach(entries)
+        try syncEach(entries, thenFlush: descriptor, path: path)
     }
 
-    /// Flushes each file and folder named (folders so that the names of what they hold are durable too).
-    static func syncEach(_ entries: [String]) throws(StoreError) {
+    /// The path without syncfs: each entry's data handed to the drive in order, then one flush to the media through
+    /// `folder` (any descriptor on the volume: the drive's whole cache is emptied).
+    static func syncEach(_ entries: [String], thenFlush folder: Int32, path: String) throws(StoreError) {
         for entry in entries {
-            let descriptor = open(entry, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw .system("open", entry) }
-            defer { close(descriptor) }
-            try flush(descriptor, path: entry)
+            let file = open(entry, O_RDONLY | O_CLOEXEC)
+            guard file >= 0 else { throw .system("open", entry) }
+            defer { close(file) }
+            if let code = Durability.flushData(file) { throw .system("fsync", entry, code) }
         }
+        try flush(folder, path: path)
     }
 
     /// Hard-links `source` to `destination`, or copies it where links are impossible (another file system,
@@ -152,7 +149,7 @@ enum FileSystem {
         defer { close(output) }
         var buffer = [UInt8](repeating: 0, count: 256 << 10)
         while true {
-            let count = buffer.withUnsafeMutableBytes { posixRead(input, $0.baseAddress!, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { POSIXIO.read(input, $0.baseAddress!, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw .system("read", source)
@@ -183,19 +180,3 @@ enum FileSystem {
         "\(prefix)-\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 36))"
     }
 }
-
-@inline(__always) func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-    #if canImport(Glibc)
-    Glibc.read(fd, buffer, count)
-    #else
-    Darwin.read(fd, buffer, count)
-    #endif
-}
-
-#if os(Linux)
-/// `syncfs` is a GNU extension the Glibc module does not declare; look it up once at run time.
-private let syncfsFunction: (@convention(c) (Int32) -> Int32)? = {
-    guard let symbol = dlsym(nil, "syncfs") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
-}()
-#endif

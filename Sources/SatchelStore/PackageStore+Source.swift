@@ -1,5 +1,6 @@
 import Dispatch
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,20 +61,12 @@ extension PackageStore: PackageSource {
         var folder = stat()
         // Adding or removing a package changes the folder's modification time; then each state file.
         if stat(layout.packages, &folder) == 0 {
-            #if canImport(Darwin)
-            token.append(Int64(folder.st_mtimespec.tv_sec) * 1_000_000_000 + Int64(folder.st_mtimespec.tv_nsec))
-            #else
-            token.append(Int64(folder.st_mtim.tv_sec) * 1_000_000_000 + Int64(folder.st_mtim.tv_nsec))
-            #endif
+            token.append(FileTimes.modified(folder))
         }
         for name in packageNamesCache(folderToken: token.first ?? 0) {
             var info = stat()
             guard stat(layout.packages + "/" + name + "/state.json", &info) == 0 else { continue }
-            #if canImport(Darwin)
-            let nanoseconds = Int64(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int64(info.st_mtimespec.tv_nsec)
-            #else
-            let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-            #endif
+            let nanoseconds = FileTimes.modified(info)
             token.append(Int64(bitPattern: UInt64(info.st_ino)))
             token.append(nanoseconds)
         }

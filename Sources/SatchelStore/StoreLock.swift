@@ -1,3 +1,4 @@
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -15,9 +16,7 @@ final class StoreLock {
     init(path: String) throws(StoreError) {
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .system("open", path) }
-        while flock(descriptor, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            let code = errno
+        if let code = FileLock.lock(descriptor, .exclusive) {
             close(descriptor)
             throw .system("flock", path, code)
         }
@@ -27,7 +26,7 @@ final class StoreLock {
     static func tryLock(path: String) -> StoreLock? {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return nil }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        guard FileLock.tryLock(descriptor, .exclusive) else {
             close(descriptor)
             return nil
         }
@@ -37,7 +36,7 @@ final class StoreLock {
     private init(descriptor: Int32) { self.descriptor = descriptor }
 
     deinit {
-        flock(descriptor, LOCK_UN)
+        FileLock.unlock(descriptor)
         close(descriptor)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -24,7 +25,7 @@ public final class VersionPin: Sendable {
         let descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .system("create", temporary) }
         do throws(StoreError) {
-            guard flock(descriptor, LOCK_EX) == 0 else { throw .system("flock", temporary) }
+            if let code = FileLock.lock(descriptor, .exclusive) { throw .system("flock", temporary, code) }
             let text = versions.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
             try FileSystem.writeAll(descriptor, Array(text.utf8), path: temporary)
             guard rename(temporary, folder + "/" + name + ".pin") == 0 else { throw .system("rename", temporary) }
@@ -40,7 +41,7 @@ public final class VersionPin: Sendable {
     /// Ends the pin. Also happens when the pin is deinitialised or the process exits.
     public func release() {
         unlink(path)
-        flock(descriptor, LOCK_UN)
+        FileLock.unlock(descriptor)
     }
 
     deinit {
@@ -53,7 +54,7 @@ public final class VersionPin: Sendable {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
+        if FileLock.tryLock(descriptor, .shared) {
             unlink(path)
             return nil
         }

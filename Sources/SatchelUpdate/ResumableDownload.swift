@@ -3,6 +3,7 @@ import SatchelArchive
 import SatchelBundle
 import SatchelCore
 import SatchelHTTP
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -238,7 +239,7 @@ public struct ResumableDownload: Sendable {
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], path: String) throws(UpdateError) {
-        if let code = POSIXWrite.all(bytes, to: descriptor) { throw .system("write", path, code) }
+        if let code = POSIXIO.writeAll(bytes, to: descriptor) { throw .system("write", path, code) }
     }
 }
 

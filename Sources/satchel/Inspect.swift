@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelPublishing
 
 extension Satchel {
     struct Inspect: ParsableCommand {
@@ -15,7 +16,7 @@ extension Satchel {
         var json = false
 
         func run() throws {
-            let reader = try Output.failing { try BundleReader(path: bundle) }
+            let reader = try Output.failing { try BundleReader.anyFormat(path: bundle) }
             let m = reader.manifest
             if json {
                 FileHandle.standardOutput.write(Data(reader.manifestBytes + [0x0A]))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -47,8 +48,8 @@ extension Satchel {
             defer { close(descriptor) }
             fchmod(descriptor, mode)
             let bytes = Array(text.utf8)
-            guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count, fsync(descriptor) == 0 else {
-                throw KeygenError(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+            if let code = POSIXIO.writeAll(bytes, to: descriptor) ?? Durability.flushToMedia(descriptor) {
+                throw KeygenError(message: "cannot write \(path): \(String(cString: strerror(code)))")
             }
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
+import SatchelPublishing
 import SatchelOptions
 
 extension Satchel {

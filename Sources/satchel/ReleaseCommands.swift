@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelPublishing
 import SatchelEngine
 import SatchelHTTP
 import SatchelNetwork

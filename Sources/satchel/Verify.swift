@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelPublishing
 import SatchelOptions
 
 extension Satchel {
@@ -36,7 +37,7 @@ extension Satchel {
         func run() throws {
             let keys = try publicKey.map { [try KeyFile.verifyingKey($0)] } ?? []
             do {
-                let reader = try BundleReader(path: bundle, trustedKeys: keys)
+                let reader = try BundleReader.anyFormat(path: bundle, trustedKeys: keys)
                 var sink = DiscardingSink()
                 try reader.readFiles(into: &sink)
                 let manifest = reader.manifest

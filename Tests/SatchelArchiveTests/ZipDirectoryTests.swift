@@ -1,7 +1,8 @@
+@testable import SatchelArchive
 import Foundation
+import SatchelPublishing
 import SatchelTestSupport
 import Testing
-@testable import SatchelArchive
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -4,6 +4,7 @@ import Testing
 @testable import SatchelArchive
 import SatchelBundle
 import SatchelCore
+import SatchelPublishing
 
 @Suite("Reading bundles in place (built-ins)")
 struct InPlaceBundleTests {

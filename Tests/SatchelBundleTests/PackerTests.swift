@@ -1,9 +1,10 @@
-import Foundation
-import SatchelTestSupport
-import Testing
 @testable import SatchelArchive
 @testable import SatchelBundle
+import Foundation
 import SatchelCore
+import SatchelPublishing
+import SatchelTestSupport
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -89,7 +90,7 @@ struct PackerTests {
         try withTemporaryFolder { folder throws in
             try makeTree(folder + "/src", sampleApp)
             let result = try Packer.pack(source: folder + "/src", options: options(epoch: 0), outputFolder: folder + "/out")
-            let manifest = try BundleReader(path: result.bundle).manifest
+            let manifest = try BundleReader.anyFormat(path: result.bundle).manifest
             #expect(manifest.createdAt.description == "1970-01-01T00:00:00Z")
             #expect(try run("/usr/bin/zipinfo", ["-T", result.bundle]).contains("19800101.000000"))
         }
@@ -108,7 +109,7 @@ struct PackerTests {
             tree["src/keep.js"] = "keep"
             try makeTree(folder + "/src", tree)
             let result = try Packer.pack(source: folder + "/src", options: options(excludes: ["*.map", "drafts/", "src/*.ts"]), outputFolder: folder + "/out")
-            let paths = try BundleReader(path: result.bundle).manifest.files.map(\.path.value)
+            let paths = try BundleReader.anyFormat(path: result.bundle).manifest.files.map(\.path.value)
             #expect(Set(paths) == Set(sampleApp.keys).union(["src/keep.js"]))
         }
     }
@@ -119,7 +120,7 @@ struct PackerTests {
             try makeTree(folder + "/src", sampleApp)
             try FileManager.default.createSymbolicLink(atPath: folder + "/src/alias.css", withDestinationPath: "css/app.css")
             let result = try Packer.pack(source: folder + "/src", options: options(), outputFolder: folder + "/out")
-            let manifest = try BundleReader(path: result.bundle).manifest
+            let manifest = try BundleReader.anyFormat(path: result.bundle).manifest
             #expect(manifest.file(at: try SafePath(validating: "alias.css"))?.sha256 == manifest.file(at: try SafePath(validating: "css/app.css"))?.sha256)
         }
     }
@@ -246,7 +247,7 @@ struct PackerTests {
             try Data("old".utf8).write(to: URL(fileURLWithPath: folder + "/out/shop-1.0.0.zip"))
             let result = try Packer.pack(source: folder + "/src", options: options(), outputFolder: folder + "/out")
             #expect(listing(folder + "/out") == ["shop-1.0.0.zip"])
-            _ = try BundleReader(path: result.bundle)
+            _ = try BundleReader.anyFormat(path: result.bundle)
         }
     }
 

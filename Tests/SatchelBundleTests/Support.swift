@@ -3,6 +3,7 @@ import SatchelTestSupport
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
+import SatchelPublishing
 #if canImport(Glibc)
 import Glibc
 #endif

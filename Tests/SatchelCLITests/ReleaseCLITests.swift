@@ -44,6 +44,26 @@ struct ReleaseCLITests {
         }
     }
 
+    @Test("a tar.gz bundle: catalog refuses to list it and install refuses it (devices install zip), both exit 1 naming it; verify and inspect still read it")
+    func tarGzipOnTheDeviceSide() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            let pack = try CLI.run(["pack", folder + "/src", "--id", "shop", "--version", "1.0.0", "--host", "m.shop.example",
+                                    "--format", "tar.gz", "--output", folder + "/release", "--quiet"])
+            #expect(pack.status == 0, "\(pack.stderr)")
+            let tarball = folder + "/release/shop-1.0.0.tar.gz"
+            let catalog = try CLI.run(["catalog", folder + "/release", "--base-url", "x/", "--output", folder + "/c.json"])
+            #expect(catalog.status == 1)
+            #expect(catalog.stderr == "error: \(tarball) is a tar.gz bundle; a catalog lists zip bundles only, since devices install zip: repack it as zip (satchel pack --format zip)\n")
+            #expect(!FileManager.default.fileExists(atPath: folder + "/c.json"))
+            let install = try CLI.run(["install", tarball, "--store", folder + "/store"])
+            #expect(install.status == 1)
+            #expect(install.stderr.contains("\(tarball) is a tar.gz bundle; devices install zip bundles only: repack it as zip"), "\(install.stderr)")
+            #expect(try CLI.run(["verify", tarball]).status == 0)
+            #expect(try CLI.run(["inspect", tarball]).status == 0)
+        }
+    }
+
     @Test("refusals: usage errors exit 64, bad inputs exit 1 naming the problem")
     func refusals() throws {
         try withTemporaryFolder { folder throws in

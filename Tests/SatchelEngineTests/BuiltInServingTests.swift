@@ -7,6 +7,7 @@ import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing
+import SatchelPublishing
 
 @Suite("The engine serving a built-in bundle straight from its archive")
 struct BuiltInServingTests {

@@ -6,6 +6,7 @@ import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing
+import SatchelPublishing
 
 @Suite("The engine over a real store")
 struct StoreBackedTests {

@@ -7,6 +7,7 @@ import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing
+import SatchelPublishing
 
 /// The breaks a new user found in the network path and the request edge, each through real sockets against a
 /// real origin: what the client receives is what the origin sent, and what the origin receives is what the

@@ -8,6 +8,7 @@ import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing
+import SatchelPublishing
 
 /// Every line the access log writes, kept for the test to read.
 final class CapturedLog: LogHandler, @unchecked Sendable {

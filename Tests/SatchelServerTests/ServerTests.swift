@@ -9,6 +9,7 @@ import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing
+import SatchelPublishing
 
 /// A store with one package (shop, m.shop.example) and a running server on a free port.
 final class ServerFixture: @unchecked Sendable {

@@ -5,6 +5,7 @@ import SatchelCore
 @testable import SatchelStore
 import SatchelTestSupport
 import Testing
+import SatchelPublishing
 
 @Suite("Built-in bundles: the floor under every package")
 struct BuiltInTests {

@@ -4,6 +4,7 @@ import SatchelCore
 @testable import SatchelStore
 import SatchelTestSupport
 import Testing
+import SatchelPublishing
 
 @Suite struct DeltaInstallTests {
     let base = ["index.html": "<h1>1.0</h1>", "keep/a.js": "a", "keep/b.css": "b", "old.txt": "old"]

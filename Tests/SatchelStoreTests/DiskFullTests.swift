@@ -1,9 +1,10 @@
+@testable import SatchelStore
 import Foundation
-import Testing
 import SatchelBundle
 import SatchelCore
-@testable import SatchelStore
+import SatchelPublishing
 import SatchelTestSupport
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,11 +5,13 @@ import SatchelBundle
 import SatchelCore
 @testable import SatchelStore
 import SatchelTestSupport
+@testable import SatchelPublishing
 
 @Suite("Installing bundles into a store")
 struct InstallTests {
-    @Test("an install extracts exactly the manifest's files plus satchel.json and satchel.sig, active on trial", arguments: ArchiveFormat.allCases)
-    func install(_ format: ArchiveFormat) throws {
+    @Test("an install extracts exactly the manifest's files plus satchel.json and satchel.sig, active on trial")
+    func install() throws {
+        let format = ArchiveFormat.zip
         try withTemporaryFolder { folder throws in
             let key = SigningKey.generate()
             let factory = BundleFactory(folder: folder, key: key)
@@ -25,6 +27,22 @@ struct InstallTests {
             let state = try String(contentsOfFile: store.layout.root + "/packages/shop/state.json", encoding: .utf8)
             #expect(state == #"{"active":"1.0.0","history":[],"launches":0,"trial":"1.0.0"}"#)
             #expect(try String(contentsOfFile: store.layout.root + "/store.json", encoding: .utf8) == #"{"layout":1}"#)
+        }
+    }
+
+    @Test("a device installs zip only: a tar.gz bundle is refused by name, the store unchanged byte for byte")
+    func tarGzipRefused() throws {
+        try withTemporaryFolder { folder throws in
+            let factory = BundleFactory(folder: folder)
+            let store = try PackageStore(root: folder + "/store")
+            _ = try store.install(bundle: factory.bundle(version: "1.0.0"))
+            let tarball = try factory.bundle(version: "1.1.0", format: .tarGzip)
+            let before = try snapshot(store.layout.root)
+            let error = #expect(throws: StoreError.self) { try store.install(bundle: tarball) }
+            #expect(error == .invalidBundle(.unsupportedFormat(path: tarball, format: "tar.gz")))
+            #expect("\(error!)".contains("repack it as zip"))
+            #expect(try snapshot(store.layout.root) == before)
+            #expect(try store.state(of: id("shop"))?.active == v("1.0.0"))
         }
     }
 
@@ -73,7 +91,7 @@ struct InstallTests {
     }
 
     /// Builds a hostile variant of a valid bundle and expects the install to fail with `check`, store unchanged.
-    func expectRefused(_ folder: String, _ store: PackageStore, _ entries: [(name: String, bytes: [UInt8])], special: [String: ArchiveEntryKind] = [:], format: ArchiveFormat = .tarGzip, check: (StoreError) -> Bool) throws {
+    func expectRefused(_ folder: String, _ store: PackageStore, _ entries: [(name: String, bytes: [UInt8])], special: [String: ArchiveEntryKind] = [:], format: ArchiveFormat = .zip, check: (StoreError) -> Bool) throws {
         let path = folder + "/hostile-\(UUID().uuidString)." + format.fileExtension
         let writer = try ArchiveWriter(creating: path, format: format)
         for entry in entries {
@@ -93,9 +111,9 @@ struct InstallTests {
         try withTemporaryFolder { folder throws in
             let store = try PackageStore(root: folder + "/store")
             _ = try store.install(bundle: BundleFactory(folder: folder).bundle(id: "other", version: "1.0.0", host: "other.example"))
-            let valid = try BundleFactory(folder: folder).bundle(version: "1.0.0", format: .tarGzip)
+            let valid = try BundleFactory(folder: folder).bundle(version: "1.0.0")
             let list = try {
-                let reader = try ArchiveReader(path: valid)
+                let reader = try ZipReader(path: valid)
                 var result: [(name: String, bytes: [UInt8])] = []
                 while let entry = try reader.nextEntry() { result.append((entry.path, try reader.readAll(maxBytes: 1 << 20))) }
                 return result
@@ -114,9 +132,7 @@ struct InstallTests {
             try expectRefused(folder, store, replacing("css\\app.css"), check: names("css\\app.css"))
             try expectRefused(folder, store, replacing("css/app\u{0}.css"), check: { _ in true })
             try expectRefused(folder, store, list, special: ["css/app.css": .symlink(target: "/etc/passwd")], check: names("css/app.css"))
-            try expectRefused(folder, store, list, special: ["css/app.css": .hardlink(target: "index.html")], check: names("css/app.css"))
-            try expectRefused(folder, store, list, special: ["css/app.css": .device], check: names("css/app.css"))
-            try expectRefused(folder, store, list, special: ["css/app.css": .fifo], check: names("css/app.css"))
+            try expectRefused(folder, store, list, special: ["css/app.css": .directory], check: names("css/app.css"))
             var duplicated = list
             duplicated.insert(list[cssIndex], at: cssIndex + 1)
             try expectRefused(folder, store, duplicated, check: names("css/app.css"))
@@ -128,7 +144,7 @@ struct InstallTests {
             tampered[cssIndex].bytes[0] ^= 1
             try expectRefused(folder, store, tampered, check: names("css/app.css"))
             // Truncated: the whole valid bundle cut in half.
-            let truncated = folder + "/truncated.tar.gz"
+            let truncated = folder + "/truncated.zip"
             let bytes = try readBytes(valid)
             try Data(bytes.prefix(bytes.count / 2)).write(to: URL(fileURLWithPath: truncated))
             let before = try snapshot(store.layout.root)
@@ -146,10 +162,11 @@ struct InstallTests {
                 let store = try PackageStore(root: folder + "/store-\(UUID().uuidString)", configuration: StoreConfiguration(archiveLimits: limits))
                 let before = try snapshot(store.layout.root)
                 let error = #expect(throws: StoreError.self) { try store.install(bundle: bundle) }
-                guard case .invalidBundle(.archive(let archiveError)) = error else { Issue.record("\(String(describing: error))"); continue }
-                switch archiveError {
+                // The zip's directory is judged before a byte is extracted.
+                guard case .invalidBundle(.directory(let zipError)) = error else { Issue.record("\(String(describing: error))"); continue }
+                switch zipError {
                 case .tooManyEntries, .archiveTooLarge, .compressionRatioExceeded: break
-                default: Issue.record("unexpected \(archiveError)")
+                default: Issue.record("unexpected \(zipError)")
                 }
                 #expect(try snapshot(store.layout.root) == before)
             }

@@ -4,6 +4,7 @@ import SatchelBundle
 import SatchelCore
 @testable import SatchelStore
 import SatchelTestSupport
+import SatchelPublishing
 
 /// Packs small bundles for store tests: each call gives a distinct version of an app.
 struct BundleFactory {

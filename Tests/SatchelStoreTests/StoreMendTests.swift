@@ -45,8 +45,11 @@ struct StoreMendTests {
             try "y".utf8.withContiguousStorageIfAvailable { try sink.write(UnsafeRawBufferPointer($0)) }
             try sink.end(written)
             #expect(sink.createdEntries == [folder + "/a", folder + "/a/b", folder + "/a/b/linked.js", folder + "/a/written.css"])
-            // The path Apple platforms take (no syncfs): every entry flushed, folders included.
-            try FileSystem.syncEach(sink.createdEntries + [folder])
+            // The path Apple platforms take (no syncfs): every entry flushed, folders included, then one flush to the media.
+            let descriptor = open(folder, O_RDONLY | O_DIRECTORY)
+            #expect(descriptor >= 0)
+            defer { close(descriptor) }
+            try FileSystem.syncEach(sink.createdEntries + [folder], thenFlush: descriptor, path: folder)
         }
     }
 

@@ -6,6 +6,7 @@ import SatchelStore
 import SatchelTestSupport
 import Testing
 @testable import SatchelUpdate
+import SatchelPublishing
 
 /// Two signed versions of one app on a fake CDN, with catalogs the test writes per case: channels, serials, rollouts.
 private struct RolloutRelease {

@@ -5,6 +5,7 @@ import SatchelStore
 import SatchelTestSupport
 import Testing
 @testable import SatchelUpdate
+import SatchelPublishing
 
 /// A release folder on a fake CDN: two signed versions of one app, the delta between them, a signed catalog.
 private struct Release {
@@ -64,6 +65,35 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
 }
 
 @Suite struct UpdaterTests {
+    @Test("a catalog that offers a tar.gz bundle: refused by name (devices install zip only), the store unchanged byte for byte")
+    func tarGzipOffered() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            let source = folder + "/src-1.2.0"
+            try makeTree(source, ["index.html": "<h1>1.2.0</h1>"])
+            let tarball = try Packer.pack(source: source, options: PackOptions(
+                id: try PackageID("shop"), version: try SemanticVersion("1.2.0"),
+                scope: try Scope(hosts: [HostPattern("m.shop.example")], pathPrefix: PathPrefix("/")), format: .tarGzip,
+                signingKey: release.key), outputFolder: folder + "/release").bundle
+            release.origin.put(release.base + URL(fileURLWithPath: tarball).lastPathComponent, try readBytes(tarball))
+            try release.publish([try release.entry(release.v100, "1.0.0"), try release.entry(tarball, "1.2.0")], signer: release.key)
+            let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(trustedKeys: [release.key.verifyingKey]))
+            try store.install(bundle: release.v100)
+            let before = try storeSnapshot(store.layout.root)
+
+            let report = try await release.updater(store).run()
+            let failure = try #require(report.failures.first)
+            guard case .store(.invalidBundle(.unsupportedFormat(_, let format))) = failure.error else {
+                Issue.record("expected the tar.gz refused by format, got \(failure.error)")
+                return
+            }
+            #expect(format == "tar.gz")
+            #expect("\(failure.error)".contains("zip"))
+            #expect(try storeSnapshot(store.layout.root) == before)
+            #expect(try store.state(of: PackageID("shop"))?.active.description == "1.0.0")
+        }
+    }
+
     @Test func installsFromTheDeltaAndIsThenUpToDateWithAConditionalCatalog() async throws {
         try await withTemporaryFolder { folder async throws in
             let release = try Release(folder: folder)

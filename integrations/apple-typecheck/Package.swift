@@ -16,13 +16,27 @@ let package = Package(
     ],
     targets: [
         .target(name: "WebKit"),
+        // The whole device side, from the repository's own sources: what an iOS app links.
+        .systemLibrary(name: "CZlib"),
+        .target(name: "SatchelPlatform", resources: [.copy("PrivacyInfo.xcprivacy")]),
         .target(name: "SatchelCore", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
         ]),
+        .target(name: "SatchelArchive", dependencies: ["CZlib", "SatchelCore", "SatchelPlatform"]),
+        .target(name: "SatchelBundle", dependencies: [
+            "SatchelCore", "SatchelArchive", "SatchelPlatform", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .target(name: "SatchelStore", dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle", "SatchelPlatform"]),
         .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
+        .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
+        .target(name: "SatchelUpdate", dependencies: [
+            "SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelPlatform",
+        ]),
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"]),
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore", "WebKit"]),
-        .executableTarget(name: "apple-typecheck", dependencies: ["SatchelWebKit", "WebKit"]),
+        .executableTarget(name: "apple-typecheck", dependencies: [
+            "SatchelWebKit", "WebKit", "SatchelUpdate", "SatchelStore", "SatchelCache", "SatchelBundle", "SatchelArchive",
+        ]),
     ]
 )

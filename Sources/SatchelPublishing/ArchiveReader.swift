@@ -1,74 +1,19 @@
 internal import CArchive
+import SatchelArchive
+import SatchelBundle
+import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// Bounds on what reading an archive may cost. Hostile archives (bombs, millions of tiny entries) are refused
-/// as soon as they cross a bound, before the damage is done.
-public struct ArchiveLimits: Sendable, Equatable {
-    public var maxEntries: Int
-    public var maxEntryBytes: Int64
-    public var maxTotalBytes: Int64
-    /// Uncompressed bytes per compressed byte read, checked once ``ratioGraceBytes`` have been expanded (a few
-    /// small, very compressible files are normal; gigabytes of zeros are not).
-    public var maxCompressionRatio: Int
-    public var ratioGraceBytes: Int64
-
-    public init(
-        maxEntries: Int = 100_000, maxEntryBytes: Int64 = 4 << 30, maxTotalBytes: Int64 = 8 << 30,
-        maxCompressionRatio: Int = 200, ratioGraceBytes: Int64 = 32 << 20
-    ) {
-        self.maxEntries = maxEntries
-        self.maxEntryBytes = maxEntryBytes
-        self.maxTotalBytes = maxTotalBytes
-        self.maxCompressionRatio = maxCompressionRatio
-        self.ratioGraceBytes = ratioGraceBytes
-    }
-
-    public static let `default` = ArchiveLimits()
-}
-
-/// What an entry is, as the archive claims it. Only regular files belong in a bundle; the rest are reported
-/// so that the caller can refuse them by name.
-public enum ArchiveEntryKind: Sendable, Equatable, CustomStringConvertible {
-    case regular
-    case directory
-    case symlink(target: String)
-    case hardlink(target: String)
-    case device
-    case fifo
-    case socket
-    case unknown(mode: UInt32)
-
-    public var description: String {
-        switch self {
-        case .regular: "regular file"
-        case .directory: "directory"
-        case .symlink(let target): "symbolic link to \(target)"
-        case .hardlink(let target): "hard link to \(target)"
-        case .device: "device node"
-        case .fifo: "FIFO"
-        case .socket: "socket"
-        case .unknown(let mode): "entry of unknown type (mode \(String(mode, radix: 8)))"
-        }
-    }
-}
-
-/// An entry header as read: the name exactly as stored (not yet checked as a safe path), its kind and the size
-/// it declares, when the format declares one before the data.
-public struct ArchiveEntryInfo: Sendable, Equatable {
-    public var path: String
-    public var kind: ArchiveEntryKind
-    public var declaredSize: Int64?
-}
-
 /// Streams a zip or tar.gz archive entry by entry, never holding more than one chunk of data, and enforces
 /// ``ArchiveLimits`` as it goes.
 ///
 /// Not thread-safe: one task owns a reader.
-public final class ArchiveReader {
+public final class ArchiveReader: ArchiveEntryStream {
     public let path: String
     public let limits: ArchiveLimits
     private let archive: OpaquePointer
@@ -206,5 +151,16 @@ public final class ArchiveReader {
         case SATCHEL_AE_IFSOCK: return .socket
         default: return .unknown(mode: type)
         }
+    }
+}
+
+extension BundleReader {
+    /// Opens a bundle of either format the packer writes: zip with the device's reader, tar.gz through libarchive
+    /// (for `satchel verify` and `inspect`; devices install zip only).
+    public static func anyFormat(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) -> BundleReader {
+        guard try BundleFormat.sniff(path) == .tarGzip else { return try BundleReader(path: path, trustedKeys: trustedKeys, limits: limits) }
+        let entries: ArchiveReader
+        do { entries = try ArchiveReader(path: path, limits: limits) } catch { throw BundleError.reading(error) }
+        return try BundleReader(path: path, entries: entries, trustedKeys: trustedKeys)
     }
 }

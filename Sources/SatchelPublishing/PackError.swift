@@ -1,5 +1,7 @@
 import SatchelArchive
+import SatchelBundle
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 import SatchelArchive
+import SatchelBundle
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -93,7 +95,7 @@ public final class ReleaseContent {
         let temporary = path + ".partial-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .write(path: temporary, reason: String(cString: strerror(errno))) }
-        let code = POSIXWrite.all(bytes, to: descriptor)
+        let code = POSIXIO.writeAll(bytes, to: descriptor)
         close(descriptor)
         guard code == nil, rename(temporary, path) == 0 else {
             unlink(temporary)
@@ -132,7 +134,7 @@ public struct ObjectSink: BundleFileSink {
                 gzip = try GzipWriter(level: 6) { [unowned self] chunk in
                     gzipSize += Int64(chunk.count)
                     gzipHasher.update(bufferPointer: chunk)
-                    if let code = POSIXWrite.all(chunk, to: descriptor) { failure = code }
+                    if let code = POSIXIO.writeAll(chunk, to: descriptor) { failure = code }
                 }
             } catch { throw .write(path: compressed, reason: "\(error)") }
         }
@@ -157,7 +159,7 @@ public struct ObjectSink: BundleFileSink {
 
     public mutating func write(_ chunk: UnsafeRawBufferPointer) throws {
         guard let current else { return }
-        if let code = POSIXWrite.all(chunk, to: current.rawDescriptor) { current.failure = code }
+        if let code = POSIXIO.writeAll(chunk, to: current.rawDescriptor) { current.failure = code }
         try current.gzip?.write(chunk)
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import SatchelTestSupport
 import Testing
 @testable import SatchelArchive
+@testable import SatchelPublishing
 
 @Suite("Reading hostile and damaged archives")
 struct HostileArchiveTests {

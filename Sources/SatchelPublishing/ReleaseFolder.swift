@@ -1,5 +1,8 @@
 import Foundation
 import SatchelCore
+import SatchelArchive
+import SatchelBundle
+import SatchelPlatform
 
 /// A release folder as `satchel catalog` publishes it: every bundle and delta verified, the catalog's entries for
 /// them, and the content-addressed side written beside them in the same pass (``ReleaseContent``: each file content
@@ -28,6 +31,7 @@ public enum ReleaseFolder {
             let path = folder + "/" + name
             let digest: (size: Int64, sha256: String)
             let reader: BundleReader
+            if (try? BundleFormat.sniff(path)) == .tarGzip { throw .notZip(path) }
             do {
                 digest = try FileDigest.sha256(ofFile: path)
                 reader = try BundleReader(path: path)
@@ -89,6 +93,8 @@ public enum ReleaseFolderError: Error, Equatable, Sendable, CustomStringConverti
     case twoBundles(String, String, String)
     case orphanDelta(String, String)
     case content(String, String)
+    /// A full bundle or delta that is not a zip: devices install zip only, so a catalog never lists anything else.
+    case notZip(String)
 
     public var description: String {
         switch self {
@@ -97,6 +103,7 @@ public enum ReleaseFolderError: Error, Equatable, Sendable, CustomStringConverti
         case .twoBundles(let key, let one, let other): "two bundles hold \(key) (\(one) and \(other)); keep one format per version"
         case .orphanDelta(let file, let target): "delta \(file) leads to \(target), which has no full bundle in the folder"
         case .content(let key, let why): "\(key): \(why)"
+        case .notZip(let path): "\(path) is a tar.gz bundle; a catalog lists zip bundles only, since devices install zip: repack it as zip (satchel pack --format zip)"
         }
     }
 }

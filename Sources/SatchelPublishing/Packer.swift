@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 import SatchelArchive
+import SatchelBundle
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

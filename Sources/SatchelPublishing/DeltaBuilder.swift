@@ -1,6 +1,8 @@
 import Foundation
 import SatchelArchive
+import SatchelBundle
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -37,9 +39,9 @@ public enum DeltaBuilder {
         from oldPath: String, to newPath: String, outputFolder: String, compressionLevel: Int = Packer.defaultCompressionLevel
     ) throws(DeltaError) -> DeltaResult {
         let base: Manifest
-        do { base = try BundleReader(path: oldPath).manifest } catch { throw .bundle(path: oldPath, error) }
+        do { base = try BundleReader.anyFormat(path: oldPath).manifest } catch { throw .bundle(path: oldPath, error) }
         let target: BundleReader
-        do { target = try BundleReader(path: newPath) } catch { throw .bundle(path: newPath, error) }
+        do { target = try BundleReader.anyFormat(path: newPath) } catch { throw .bundle(path: newPath, error) }
         let manifest = target.manifest
         guard target.delta == nil else { throw .isADelta(newPath) }
         guard base.id == manifest.id else { throw .differentPackages(base.id.value, manifest.id.value) }
@@ -129,98 +131,5 @@ public enum DeltaBuilder {
         }
 
         mutating func end(_ file: FileRecord) {}
-    }
-}
-
-public enum DeltaError: Error, Equatable, Sendable, CustomStringConvertible {
-    case bundle(path: String, BundleError)
-    case isADelta(String)
-    case differentPackages(String, String)
-    case sameVersion(String)
-    case deltaManifest(DeltaManifestError)
-    case outputFolder(path: String, errno: Int32)
-    case archive(ArchiveError)
-
-    public var description: String {
-        switch self {
-        case .bundle(let path, let error): "\(path): \(error)"
-        case .isADelta(let path): "\(path) is itself a delta; diff two full bundles"
-        case .differentPackages(let old, let new): "the bundles are different packages (\(old) and \(new))"
-        case .sameVersion(let version): "both bundles are version \(version); a delta needs two versions"
-        case .deltaManifest(let error): "\(error)"
-        case .outputFolder(let path, let code): "cannot write \(path): \(String(cString: strerror(code)))"
-        case .archive(let error): "\(error)"
-        }
-    }
-}
-
-/// Builds a delta bundle on the device from parts it already has (docs/formats.md, "Objects and patches"): a
-/// manifest rebuilt from a patch, its signature, and each file the base lacks from a downloaded object or from
-/// another installed version. The store then installs it exactly as a published delta (signature, every file's
-/// hash, the durable switch), so the objects path adds no install logic of its own.
-public enum DeltaAssembler {
-    /// Where one file's bytes come from.
-    public enum Source: Sendable {
-        /// A file on disk, as it is (an object published uncompressed, a file of an installed version).
-        case file(String)
-        /// A gzip file on disk whose content is the file (an object published compressed).
-        case gzipFile(String)
-        /// An entry of a bundle read in place (a built-in).
-        case bundle(InPlaceBundle, FileRecord)
-    }
-
-    public static func write(
-        to path: String, manifestBytes: [UInt8], signature: [UInt8]?, delta: DeltaManifest, files: [(FileRecord, Source)]
-    ) throws(DeltaError) {
-        let temporary = path + ".partial-\(getpid())"
-        do {
-            let writer = try ArchiveWriter(creating: temporary, format: .zip, compressionLevel: 1)
-            // Stored, not deflated: the file lives a few seconds, on the device that wrote it.
-            try writer.add(ArchiveEntryHeader(path: Manifest.fileName, size: Int64(manifestBytes.count), modificationTime: Timestamp.zipEpoch.secondsSinceEpoch, compress: false), bytes: manifestBytes)
-            if let signature {
-                try writer.add(ArchiveEntryHeader(path: Manifest.signatureFileName, size: Int64(signature.count), modificationTime: Timestamp.zipEpoch.secondsSinceEpoch, compress: false), bytes: signature)
-            }
-            let deltaBytes = delta.canonicalBytes
-            try writer.add(ArchiveEntryHeader(path: DeltaManifest.fileName, size: Int64(deltaBytes.count), modificationTime: Timestamp.zipEpoch.secondsSinceEpoch, compress: false), bytes: deltaBytes)
-            for (record, source) in files.sorted(by: { $0.0.path < $1.0.path }) {
-                let header = ArchiveEntryHeader(path: record.path.value, size: record.size, modificationTime: Timestamp.zipEpoch.secondsSinceEpoch, compress: false)
-                switch source {
-                case .file(let file):
-                    try writer.add(header, contentsOf: file)
-                case .gzipFile(let file):
-                    try writer.beginEntry(header)
-                    let reader = try GunzipReader { try writer.writeEntryData($0) }
-                    guard let handle = FileHandle(forReadingAtPath: file) else { throw ArchiveError.io(operation: "open", path: file, errno: ENOENT) }
-                    defer { try? handle.close() }
-                    while true {
-                        let data = handle.readData(ofLength: 256 << 10)
-                        if data.isEmpty { break }
-                        try data.withUnsafeBytes { try reader.write($0) }
-                    }
-                    try reader.finish()
-                case .bundle(let bundle, let file):
-                    try writer.beginEntry(header)
-                    let reader = try bundle.reader(for: file)
-                    while !reader.isAtEnd {
-                        let chunk = try reader.read(upTo: 256 << 10)
-                        try chunk.withUnsafeBytes { try writer.writeEntryData($0) }
-                    }
-                }
-            }
-            try writer.finish()
-            guard rename(temporary, path) == 0 else { throw DeltaError.outputFolder(path: path, errno: errno) }
-        } catch let error as DeltaError {
-            unlink(temporary)
-            throw error
-        } catch let error as ArchiveError {
-            unlink(temporary)
-            throw .archive(error)
-        } catch let error as BundleError {
-            unlink(temporary)
-            throw .bundle(path: path, error)
-        } catch {
-            unlink(temporary)
-            throw .archive(.writeFailed(entry: nil, reason: "\(error)"))
-        }
     }
 }

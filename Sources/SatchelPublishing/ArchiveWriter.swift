@@ -1,4 +1,8 @@
 internal import CArchive
+import SatchelArchive
+import SatchelBundle
+import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -111,7 +115,7 @@ public final class ArchiveWriter {
     ) throws {
         let descriptor = open(filePath, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw ArchiveError.io(operation: "open", path: filePath, errno: errno) }
-        defer { _ = systemClose(descriptor) }
+        defer { _ = POSIXIO.close(descriptor) }
         try writeHeader(header)
         var total: Int64 = 0
         var failure: (any Error)?
@@ -211,7 +215,7 @@ public final class ArchiveWriter {
         do {
             headers = try ZipDirectory.headerOffsets(size: Int64(info.st_size)) { (offset, count) throws(ZipFormatError) in
                 var bytes = [UInt8](repeating: 0, count: count)
-                let got = bytes.withUnsafeMutableBytes { systemPread(descriptor, $0.baseAddress!, count, off_t(offset)) }
+                let got = bytes.withUnsafeMutableBytes { POSIXIO.pread(descriptor, $0.baseAddress!, count, offset) }
                 guard got == count else { throw .io(operation: "read back", path: path, errno: got < 0 ? errno : EIO) }
                 return bytes
             }

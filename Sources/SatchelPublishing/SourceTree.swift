@@ -1,5 +1,8 @@
 import Foundation
+import SatchelArchive
+import SatchelBundle
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -133,11 +136,7 @@ public enum SourceTree {
             if let other = collisionKeys.updateValue(path, forKey: path.collisionKey) {
                 throw .pathCollision(other.value, path.value)
             }
-            #if canImport(Darwin)
-            let seconds = Int64(info.st_mtimespec.tv_sec)
-            #else
-            let seconds = Int64(info.st_mtim.tv_sec)
-            #endif
+            let seconds = FileTimes.modifiedSeconds(info)
             files.append(SourceFile(path: path, location: location, size: Int64(info.st_size), modificationTime: seconds))
         }
     }
