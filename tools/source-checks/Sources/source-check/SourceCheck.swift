@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import SourceChecks
+
+@main
+struct SourceCheck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "source-check",
+        abstract: "Scan Swift sources for what an Apple build would compile, without a Mac.",
+        subcommands: [Platform.self, Privacy.self])
+}
+
+/// `-D` conditions, as the compiler takes them: none by default (a release build).
+struct Conditions: ParsableArguments {
+    @Option(name: .customShort("D"), help: "Treat this custom condition (e.g. DEBUG) as set.")
+    var defines: [String] = []
+
+    func apply(to configuration: AppleBuildConfiguration) -> AppleBuildConfiguration {
+        var configured = configuration
+        configured.customConditions = Set(defines)
+        return configured
+    }
+}
+
+/// Findings go to standard output, one a line; problems that make the scan itself doubtful go to standard
+/// error and fail the run (exit 2), so a condition the scanner cannot evaluate is never a silent pass.
+private func reportProblems(_ problems: [String]) throws {
+    guard !problems.isEmpty else { return }
+    for problem in problems { FileHandle.standardError.write(Data((problem + "\n").utf8)) }
+    throw ExitCode(2)
+}
+
+/// The files to scan; a path that cannot be read is exit status 2, like any other doubt about the scan.
+private func load(_ paths: [String]) throws -> [SourceFile] {
+    do {
+        return try SourceFile.load(under: paths)
+    } catch {
+        try reportProblems(["source-check: \(error)"])
+        return []
+    }
+}
+
+struct Platform: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Report Linux-only APIs in code that iOS or macOS would compile.")
+
+    @Argument(help: "Directories (or .swift files) to scan.")
+    var paths: [String]
+
+    @OptionGroup var conditions: Conditions
+
+    func run() throws {
+        let files = try load(paths)
+        let report = PlatformScan.scan(files, configurations: AppleBuildConfiguration.all.map(conditions.apply))
+        for finding in report.findings { print(finding.description) }
+        try reportProblems(report.problems)
+        guard report.findings.isEmpty else { throw ExitCode.failure }
+        print(report.summary)
+    }
+}
+
+struct Privacy: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a privacy manifest against the required-reason APIs that the iOS build of the code uses.")
+
+    @Argument(help: "The PrivacyInfo.xcprivacy (XML property list) to check.")
+    var manifest: String
+
+    @Argument(help: "Directories (or .swift files) to scan.")
+    var paths: [String]
+
+    @OptionGroup var conditions: Conditions
+
+    func run() throws {
+        let files = try load(paths)
+        let (uses, problems) = PrivacyScan.uses(in: files, configuration: conditions.apply(to: .iOS))
+        try reportProblems(problems)
+        let byCategory = Dictionary(grouping: uses, by: \.category)
+        for category in requiredReasonCategories.map(\.key) {
+            guard let found = byCategory[category] else { continue }
+            print("\(category): \(found.count) use\(found.count == 1 ? "" : "s")")
+            for use in found { print("  \(use.path):\(use.line): \(use.symbol)") }
+        }
+        let parsed: PrivacyManifest
+        do { parsed = try PrivacyManifest(contentsOf: manifest) } catch {
+            try reportProblems(["\(manifest): cannot read the privacy manifest: \(error)"])
+            return
+        }
+        let manifestProblems = parsed.problems(for: uses)
+        guard manifestProblems.isEmpty else {
+            for problem in manifestProblems { print("\(manifest): \(problem)") }
+            throw ExitCode.failure
+        }
+        print("\(files.count) files, \(byCategory.count) required-reason categories used, \(manifest) declares exactly these, with valid reasons")
+    }
+}
