@@ -68,22 +68,25 @@ def satchel_binary():
 FIELD_UPDATER_COMMIT = "0fce9f96c34f260b6aa3f5ea7d487246d50ff75a"
 
 
-def older_satchel(commit):
+def older_satchel(commit, release=False):
     """The satchel CLI as built from `commit` of this repository, for tests of what an updater already in the field does
-    with today's formats. Built once from `git archive` into .build-older/<commit> (a debug build, a few minutes) and
-    kept there; the clone needs its history (CI's clean clone has it)."""
+    with today's formats, and for benchmarks against the code before a change (`release=True`). Built once from
+    `git archive` into .build-older/<commit> (a few minutes) and kept there; the clone needs its history (CI's clean
+    clone has it)."""
     folder = ROOT / ".build-older" / commit
-    binary = folder / ".build" / "debug" / "satchel"
+    configuration = "release" if release else "debug"
+    binary = folder / ".build" / configuration / "satchel"
     if binary.exists():
         return binary
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit], capture_output=True)
-    if archive.returncode != 0:
-        raise SystemExit(f"cannot read commit {commit} of {ROOT} (a shallow clone?): {archive.stderr.decode().strip()}")
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    print(f"building satchel as of {commit} (once, into {folder})...", file=sys.stderr)
-    subprocess.run(["swift", "build", "--product", "satchel"], cwd=folder, check=True, stdout=sys.stderr)
+    if not (folder / "Package.swift").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit], capture_output=True)
+        if archive.returncode != 0:
+            raise SystemExit(f"cannot read commit {commit} of {ROOT} (a shallow clone?): {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    print(f"building satchel ({configuration}) as of {commit} (once, into {folder})...", file=sys.stderr)
+    subprocess.run(["swift", "build", "-c", configuration, "--product", "satchel"], cwd=folder, check=True, stdout=sys.stderr)
     return binary
 
 
@@ -208,6 +211,8 @@ def bench_arguments(doc):
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--size-mb", type=int, default=60)
+    parser.add_argument("--baseline", metavar="COMMIT",
+                        help="also time the satchel of this commit (a release build into .build-older/), interleaved: an A/B in one run")
     return parser.parse_args()
 
 
