@@ -1,0 +1,84 @@
+// docs/apple.md's code, compiled: a documentation test (Tests/DocumentationTests/AppleGuideTests.swift) checks that
+// every ```swift block of docs/apple.md is, in order, the text between a BEGIN and an END line below. Edit both
+// together.
+import Foundation
+import SatchelCore
+import SatchelEngine
+import SatchelHTTP
+import SatchelStore
+import SatchelUpdate
+import SatchelWebKit
+import WebKit
+
+// BEGIN APPLE GUIDE
+/// Satchel in an iOS app: made once at launch, on the main actor, before the first web view.
+@MainActor
+final class OfflinePages {
+    let store: PackageStore
+    let webViews: SatchelWebViews
+    let updater: Updater
+
+    init(publicKey: String, catalogURL: String, appVersion: String) throws {
+        // The store: Application Support, outside backups (the CDN holds everything in it).
+        var folder = try FileManager.default.url(
+            for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true
+        ).appendingPathComponent("Satchel", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try folder.setResourceValues(values)
+
+        // Built-in bundles: the zips in the app bundle's `offline` folder, served from their archives, the floor.
+        let builtIns = Bundle.main.resourceURL.map { [$0.appendingPathComponent("offline").path] } ?? []
+        let key = try VerifyingKey(base64: publicKey)
+        store = try PackageStore(root: folder.path, configuration: StoreConfiguration(trustedKeys: [key], builtIns: builtIns))
+
+        // Count this launch once, before the engine pins what it serves: a trial past its launches falls back here.
+        let launch = try store.beginLaunch()
+        for rollback in launch.rolledBack { print("satchel: rolled back", rollback) }
+
+        // One HTTP stack for pages and updates; misses go through the app's private HTTP cache.
+        let fetcher = URLSessionFetcher()
+        let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(customSchemes: ["satchel"]))
+        webViews = SatchelWebViews(
+            engine: engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")]), fetcher: fetcher,
+            hook: HookScript.Configuration(origins: ["satchel://m.shop.com"]))
+        updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
+            catalogURL: catalogURL, trustedKeys: [key], runtime: try SemanticVersion(appVersion)))
+    }
+}
+// END APPLE GUIDE
+
+// BEGIN APPLE GUIDE
+extension OfflinePages {
+    /// A page in a new view: `satchel://` is answered by the scheme handler, bodies come back through the hook.
+    func makePageView(path: String = "/") -> WKWebView {
+        let webView = webViews.makeWebView()
+        webView.load(URLRequest(url: URL(string: "satchel://m.shop.com" + path)!))
+        return webView
+    }
+
+    /// Once the new version has proved itself (its first screen shown, its API answered): end its trial.
+    func confirmShop() throws {
+        try store.confirm(try PackageID("shop"))
+    }
+}
+// END APPLE GUIDE
+
+// BEGIN APPLE GUIDE
+extension OfflinePages {
+    /// At each return to the foreground, and from a `BGAppRefreshTask`: fetch the catalog, download what is new,
+    /// install it on trial. The new version serves from the next launch (the engine pins versions per launch).
+    func update() async {
+        do {
+            let report = try await updater.run()
+            for outcome in report.outcomes where outcome.action == .installed {
+                print("satchel: \(outcome.id) \(outcome.to) installed via \(outcome.via ?? "?")")
+            }
+            for failure in report.failures { print("satchel: \(failure.id) not updated: \(failure.error)") }
+        } catch {
+            print("satchel: no update: \(error)")  // offline, or the catalog was refused: the store is unchanged
+        }
+    }
+}
+// END APPLE GUIDE
