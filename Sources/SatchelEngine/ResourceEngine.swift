@@ -148,8 +148,7 @@ public final class ResourceEngine: Sendable {
     /// The request headers whose presence or value can change a package response (conditionals, ranges,
     /// CORS, and the body-restoring headers); every other header is ignored by the engine's offline answers.
     public var headersThatChangeResponses: [String] {
-        ["Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "Origin",
-         "Access-Control-Request-Method", "Access-Control-Request-Headers", "Content-Length", "Transfer-Encoding"] + restorerHeaders
+        RequestField.allCases.filter(\.changesPackageAnswer).map(\.rawValue) + restorerHeaders
     }
 
     /// Whether any served package claims `host` (lower-case, no port).
@@ -191,7 +190,7 @@ public final class ResourceEngine: Sendable {
     /// everything a strategy needs to decide, before anything is read. A request that cannot be routed (a
     /// malformed URL or body, an unproven body) is answered at once.
     /// The request field a page names its cache policy in (`<policy>[:<seconds>]`, ``RequestCachePolicy``).
-    public static let cachePolicyHeader = "X-Satchel-Cache"
+    public static let cachePolicyHeader = RequestField.satchelCache.rawValue
 
     public func route(_ incoming: ResourceRequest) -> EngineRouting {
         // Body restoration comes first, before routing: the restored request is what a miss forwards.
@@ -209,8 +208,8 @@ public final class ResourceEngine: Sendable {
         }
         // The page's cache policy for this request (WebKit passes no fetch `cache:` mode to a scheme handler):
         // taken off the request here, so that no origin ever sees it.
-        if let value = request.headers[Self.cachePolicyHeader] {
-            request.headers.remove(Self.cachePolicyHeader)
+        if let value = request.headers[.satchelCache] {
+            request.headers.remove(RequestField.satchelCache.rawValue)
             do { request.cachePolicy = try RequestCachePolicy(parsing: value) } catch {
                 return .answer(Self.plain(400, "\(Self.cachePolicyHeader): \(error.reason) (not \(value))"))
             }
@@ -343,7 +342,7 @@ public final class ResourceEngine: Sendable {
         headers.add("Last-Modified", package.lastModified)
         headers.add("Accept-Ranges", "bytes")
         headers.add("Cache-Control", file.isHTML ? configuration.cacheControl.html : configuration.cacheControl.other)
-        addCORS(to: &headers, origin: request.headers["Origin"])
+        addCORS(to: &headers, origin: request.headers[.origin])
         if configuration.diagnosticHeader { headers.add("X-Satchel-Source", "\(package.label) \(file.record.path)") }
 
         // The build time is a strong validator: a file never changes within a version, and a version's files were
@@ -390,11 +389,11 @@ public final class ResourceEngine: Sendable {
     private func options(_ request: ResourceRequest) -> ResourceResponse {
         var headers = HTTPHeaders()
         headers.add("Allow", "GET, HEAD, OPTIONS")
-        if let origin = request.headers["Origin"], request.headers.contains("Access-Control-Request-Method") {
+        if let origin = request.headers[.origin], request.headers.contains(.accessControlRequestMethod) {
             addCORS(to: &headers, origin: origin)
             if headers.contains("Access-Control-Allow-Origin") {
                 headers.add("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-                if let wanted = request.headers["Access-Control-Request-Headers"] {
+                if let wanted = request.headers[.accessControlRequestHeaders] {
                     headers.add("Access-Control-Allow-Headers", wanted)
                 }
                 headers.add("Access-Control-Max-Age", "600")

@@ -80,7 +80,7 @@ public final class ResourceLoader: Sendable {
     }
 
     static func isNavigation(_ request: ResourceRequest) -> Bool {
-        request.headers["Sec-Fetch-Mode"]?.lowercased() == "navigate" || (request.headers["Accept"]?.contains("text/html") ?? false)
+        request.kind.wantsPage
     }
 }
 

@@ -71,7 +71,7 @@ public final class LocalServer: Sendable {
         // The engine names the request fields that change its answers; the hook injection adds one of its own, and the
         // HTTP cache's answers change with the request's cache directives.
         let cache = EncodedResponseCache(
-            varying: responder.loader.engine.headersThatChangeResponses + (configuration.injectHook ? ["Sec-Fetch-Dest"] : [])
+            varying: responder.loader.engine.headersThatChangeResponses + (configuration.injectHook ? [RequestField.secFetchDest.rawValue] : [])
                 + (responder.cache == nil ? [] : ["Cache-Control", "Pragma"]))
         Self.instantiateHandlerTypes()
         let bootstrap = ServerBootstrap(group: group)

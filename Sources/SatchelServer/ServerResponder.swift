@@ -378,7 +378,7 @@ public final class ServerResponder: Sendable {
     /// Inline, because its configuration carries the launch's secret: a `<script src>` URL could be loaded by any
     /// site as a script and read through the hooks it installs.
     private func injectingHook(into response: ResourceResponse, for request: ServerRequest) -> ResourceResponse {
-        if let destination = request.headers["Sec-Fetch-Dest"]?.lowercased(), !["document", "iframe", "frame"].contains(destination) { return response }
+        if !RequestKind(request.headers).loadsDocument { return response }
         guard response.status == 200 || response.status == 503, response.headers["Content-Type"]?.hasPrefix("text/html") == true else { return response }
         let bytes: [UInt8]
         switch response.body {

@@ -77,6 +77,23 @@ struct ServerTests {
         await fixture.stop()
     }
 
+    @Test("X-Satchel-Cache: bogus is a 400 naming the value whether or not the same path was just served (every request field the engine reads keys the reuse)")
+    func cachePolicyHeaderNeverReused() async throws {
+        let fixture = try await ServerFixture()
+        let client = try RawClient(port: fixture.port)
+        let bogus = "GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\nX-Satchel-Cache: bogus\r\n\r\n"
+        client.send(bogus)
+        let fresh = await client.responses(1)
+        #expect(fresh.first?.status == 400)
+        // A plain GET of the path, twice (the second is answered from the reused bytes), then the bogus one again.
+        let get = "GET /app.js HTTP/1.1\r\nHost: m.shop.example\r\n\r\n"
+        client.send(get + get + bogus)
+        let after = await client.responses(3)
+        #expect(after.map(\.status) == [200, 200, 400])
+        #expect(String(decoding: after.last.map(\.body) ?? [], as: UTF8.self).contains("bogus"))
+        await fixture.stop()
+    }
+
     @Test("all five preconditions at the socket, after the plain answer was reused: If-Match and If-Unmodified-Since give 412, If-None-Match and If-Modified-Since 304, If-Range gates a range by tag or date")
     func preconditionsAtTheSocket() async throws {
         let fixture = try await ServerFixture()

@@ -31,17 +31,17 @@ public enum Preconditions {
     public static func evaluate(method: String, headers: HTTPHeaders, validators: Validators, exists: Bool = true) -> Outcome {
         let safe = method == "GET" || method == "HEAD"
         // 1. If-Match; 2. otherwise If-Unmodified-Since.
-        if let ifMatch = headers["If-Match"] {
+        if let ifMatch = headers[.ifMatch] {
             if !ifMatchHolds(ifMatch, validators: validators, exists: exists) { return .preconditionFailed }
-        } else if let ifUnmodifiedSince = headers["If-Unmodified-Since"], let date = singleDate(ifUnmodifiedSince),
+        } else if let ifUnmodifiedSince = headers[.ifUnmodifiedSince], let date = singleDate(ifUnmodifiedSince),
             let lastModified = validators.lastModified, exists
         {
             if lastModified > date { return .preconditionFailed }
         }
         // 3. If-None-Match; 4. otherwise, for GET and HEAD, If-Modified-Since.
-        if let ifNoneMatch = headers["If-None-Match"] {
+        if let ifNoneMatch = headers[.ifNoneMatch] {
             if !ifNoneMatchHolds(ifNoneMatch, validators: validators, exists: exists) { return safe ? .notModified : .preconditionFailed }
-        } else if safe, let ifModifiedSince = headers["If-Modified-Since"], let date = singleDate(ifModifiedSince),
+        } else if safe, let ifModifiedSince = headers[.ifModifiedSince], let date = singleDate(ifModifiedSince),
             let lastModified = validators.lastModified, exists
         {
             if lastModified <= date { return .notModified }

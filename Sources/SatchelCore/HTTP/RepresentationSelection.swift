@@ -20,8 +20,8 @@ public enum RepresentationSelection: Equatable, Sendable {
         case .proceed: break
         }
         // Range applies to GET only (RFC 9110 §14.2); a failed If-Range means the whole body.
-        guard method == "GET", let value = headers["Range"], let parsed = RangeRequest.parse(value),
-            headers["If-Range"].map({ Preconditions.ifRangeHolds($0, validators: validators) }) ?? true
+        guard method == "GET", let value = headers[.range], let parsed = RangeRequest.parse(value),
+            headers[.ifRange].map({ Preconditions.ifRangeHolds($0, validators: validators) }) ?? true
         else { return .full }
         let ranges = parsed.resolve(against: size)
         if ranges.isEmpty { return .unsatisfiable }

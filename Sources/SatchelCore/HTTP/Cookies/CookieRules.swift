@@ -170,12 +170,12 @@ public enum CookieRules {
     /// compared by ``site(of:)``.
     public static func siteContext(of request: ResourceRequest, for url: CookieURL) -> SiteContext {
         let safe = request.method == "GET" || request.method == "HEAD"
-        if let fetchSite = request.headers["Sec-Fetch-Site"]?.lowercased() {
+        let kind = request.kind
+        if let fetchSite = kind.site {
             guard fetchSite == "cross-site" else { return .sameSite }
-            let navigation = request.headers["Sec-Fetch-Mode"]?.lowercased() == "navigate" && request.headers["Sec-Fetch-Dest"]?.lowercased() == "document"
-            return .crossSite(topLevelSafeNavigation: navigation && safe)
+            return .crossSite(topLevelSafeNavigation: kind.isTopLevelNavigation && safe)
         }
-        guard let origin = request.headers["Origin"], origin != "null", let originURL = RequestURL(origin) else { return .sameSite }
+        guard let origin = request.headers[.origin], origin != "null", let originURL = RequestURL(origin) else { return .sameSite }
         return site(of: originURL.host) == site(of: url.host) ? .sameSite : .crossSite(topLevelSafeNavigation: false)
     }
 
