@@ -140,6 +140,9 @@ struct ConnectionStateMachine {
                 state = .receivingBody(head, nil, tooLarge: true)
                 return .none
             }
+            // The state still holds the buffer bound above: appending while it does would copy every byte received
+            // so far (copy on write), so a body would cost the square of its size. Leave the state first.
+            state = .awaitingHead
             if body == nil {
                 body = chunk
             } else {

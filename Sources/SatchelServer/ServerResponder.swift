@@ -301,7 +301,7 @@ public final class ServerResponder: Sendable {
                 return Self.error(403, error.description)
             }
             do {
-                try loader.engine.bodyStore.put(id, StoredBody(bytes: body ?? [], contentType: headers["Content-Type"], method: headers["X-Satchel-Method"]))
+                try loader.engine.bodyStore.put(id, StoredBody(bytes: body ?? [], contentType: headers["Content-Type"], method: headers[channels.methodHeader]))
                 return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
             } catch {
                 let status: Int
