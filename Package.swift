@@ -97,7 +97,7 @@ let package = Package(
         .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         // Above SatchelHTTP and SatchelCore only: it reads packages through SatchelCore's PackageSource, which the
         // store implements, and fetches through SatchelHTTP's NetworkFetcher, which SatchelNetwork implements.
-        .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"]),
+        .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"], resources: [.copy("Hook")]),
         // The WKURLSchemeHandler and URLSessionFetcher (Apple platforms' HTTP stack) and the platform-neutral task
         // driver (tested on Linux, URLSessionFetcher through FoundationNetworking).
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),

@@ -170,6 +170,36 @@ struct HookScriptTests {
         }
     }
 
+    static let nodeHarness = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../hook-js/harness.js").standardized.path
+
+    func runNode(_ arguments: [String]) throws -> String {
+        let node = ["/usr/bin/node", "/usr/local/bin/node"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let outcome = try runProcess(try #require(node, "node is required (tools/setup installs nodejs)"), [Self.nodeHarness] + arguments)
+        try #require(outcome.status == 0, "\(outcome.stderr)")
+        return outcome.stdout
+    }
+
+    @Test("the node tests' harness (Tests/hook-js) assembles Hook/ into exactly the script HookScript.render ships")
+    func nodeHarnessRendersTheSameScript() throws {
+        let configuration = HookScript.Configuration(
+            origins: ["https://m.shop.com", "satchel://m.shop.com"], proofSecret: Self.secret, cookieEndpoint: "/_satchel/cookies",
+            bridgeHandler: "satchelBridge", bridgeTimeout: .milliseconds(1500))
+        #expect(try runNode(["render", configuration.json]) == HookScript.render(configuration))
+        let defaults = try JSONSerialization.jsonObject(with: Data(try runNode(["defaults"]).utf8)) as? NSDictionary
+        let swiftDefaults = try JSONSerialization.jsonObject(with: Data(HookScript.Configuration().json.utf8)) as? NSDictionary
+        #expect(defaults != nil && defaults == swiftDefaults, "the harness's defaults are not HookScript.Configuration's")
+    }
+
+    @Test("the hook is the wrapper with every feature file, in order, and the configuration object last")
+    func assembled() {
+        let script = HookScript.render(HookScript.Configuration(origins: ["https://a.example"]))
+        #expect(script.hasPrefix("/* Satchel body hook"))
+        let starts = HookScript.files.map { script.range(of: HookScript.hookFile($0))?.lowerBound }
+        #expect(starts.allSatisfy { $0 != nil }, "a feature file is missing from the script")
+        #expect(starts.compactMap { $0 } == starts.compactMap { $0 }.sorted(), "the feature files are out of order")
+        #expect(!script.contains(HookScript.configurationSlot) && !script.contains("@features"))
+    }
+
     @Test("the rendered script carries only its configuration object")
     func render() {
         let script = HookScript.render(HookScript.Configuration(origins: ["https://a.example"], headerThreshold: 100))

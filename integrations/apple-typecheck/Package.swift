@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "SatchelUpdate", dependencies: [
             "SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelPlatform",
         ]),
-        .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"]),
+        .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"], resources: [.copy("Hook")]),
         .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore", "WebKit"]),
         .executableTarget(name: "apple-typecheck", dependencies: [
             "SatchelWebKit", "WebKit", "SatchelUpdate", "SatchelStore", "SatchelCache", "SatchelBundle", "SatchelArchive",
