@@ -95,12 +95,20 @@ public protocol PackageSource: Sendable {
     /// are active and pinning them. The engine calls this; the default (read, then pin) suits sources that never
     /// delete anything.
     func pinnedPackages() throws -> (packages: [ServedPackage], pin: any Sendable)
+    /// ``pinnedPackages()`` when it can be done without waiting for anyone (another process or thread holding what
+    /// it needs); nil at once otherwise. A request's thread calls this: it must never wait on another process (an
+    /// event loop would stall every connection it serves). The default suits sources that never wait.
+    func pinnedPackagesWithoutWaiting() throws -> (packages: [ServedPackage], pin: any Sendable)?
 }
 
 extension PackageSource {
     public func pinnedPackages() throws -> (packages: [ServedPackage], pin: any Sendable) {
         let packages = try servedPackages()
         return (packages, try pin(packages))
+    }
+
+    public func pinnedPackagesWithoutWaiting() throws -> (packages: [ServedPackage], pin: any Sendable)? {
+        try pinnedPackages()
     }
 }
 

@@ -165,8 +165,13 @@ public final class ResourceEngine: Sendable {
     private func currentSnapshot() -> Snapshot {
         let current = snapshot.withLock { $0 }
         guard configuration.activation == .immediate, source.changeToken() != current.token else { return current }
-        // A failed reload keeps serving what was there: better the old version than none.
-        try? reload()
+        // On a request's thread: never wait for the source (another process holding its pin lock). A busy source, or a
+        // failed reload, keeps serving what was there (better the old version than none) until a later request.
+        let token = source.changeToken()
+        if let (packages, pin) = try? source.pinnedPackagesWithoutWaiting() {
+            let next = Snapshot(token: token, packages: packages, pin: pin)
+            snapshot.withLock { $0 = next }
+        }
         return snapshot.withLock { $0 }
     }
 

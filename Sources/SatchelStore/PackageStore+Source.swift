@@ -29,6 +29,18 @@ extension PackageStore: PackageSource {
     /// can be deleted between being read as active and being pinned.
     public func pinnedPackages() throws -> (packages: [ServedPackage], pin: any Sendable) {
         let pinLock = try StoreLock(path: layout.pinLock)
+        return try pinned(holding: pinLock)
+    }
+
+    /// Nil while gc, a removal or another engine's pinning holds the pin lock (they take milliseconds to seconds): the
+    /// engine keeps serving what it pinned and tries again on a later request.
+    public func pinnedPackagesWithoutWaiting() throws -> (packages: [ServedPackage], pin: any Sendable)? {
+        guard let pinLock = StoreLock.tryLock(path: layout.pinLock) else { return nil }
+        return try pinned(holding: pinLock)
+    }
+
+    /// The active versions and a pin on them, read and made while `pinLock` is held, so that no removal falls between.
+    private func pinned(holding pinLock: StoreLock) throws -> (packages: [ServedPackage], pin: any Sendable) {
         defer { withExtendedLifetime(pinLock) {} }
         let packages = try servedPackages()
         pinningHook.withLock { $0 }?()

@@ -3,7 +3,7 @@ import SatchelBundle
 import SatchelCore
 @testable import SatchelEngine
 import SatchelHTTP
-import SatchelStore
+@testable import SatchelStore
 import SatchelTestSupport
 import Testing
 import SatchelPublishing
@@ -48,6 +48,35 @@ struct StoreBackedTests {
             #expect(received.count == first.count)
             // memcmp: an element-wise == over 100 MB is slow in a debug build.
             #expect(received.withUnsafeBytes { r in first.withUnsafeBytes { f in memcmp(r.baseAddress!, f.baseAddress!, f.count) } } == 0)
+        }
+    }
+
+    @Test("immediate mode never waits on the store's pin lock on a request's thread: while gc or another process holds it, the old versions answer, then the new ones")
+    func reloadDoesNotWaitForThePinLock() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let store = try PackageStore(root: folder + "/store")
+            _ = try store.install(bundle: bundle(folder, version: "1.0.0", payload: [1]))
+            let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(activation: .immediate))
+            #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v1.0.0".utf8))
+
+            // Another holder of the pin lock (gc sweeping, another process pinning); then 2.0.0 becomes active.
+            var holder: StoreLock? = try StoreLock(path: store.layout.pinLock)
+            _ = try store.install(bundle: bundle(folder, version: "2.0.0", payload: [2]))
+            let answered = DispatchSemaphore(value: 0)
+            let body = Locked<[UInt8]?>(nil)
+            Thread {
+                let result = engine.handleSynchronously(ResourceRequest(url: "satchel://m.shop.com/"))
+                if case .response(let response) = result, case .bytes(let bytes) = response.body { body.withLock { $0 = bytes } }
+                answered.signal()
+            }.start()
+            // A liveness bound, not a speed goal: the request must not wait for the lock's holder at all.
+            let finished = answered.wait(timeout: .now() + 20) == .success
+            #expect(finished, "a request waited on the pin lock")
+            #expect(body.withLock { $0 } == Array("v1.0.0".utf8))
+            holder = nil
+            _ = holder
+            if !finished { answered.wait() }
+            #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v2.0.0".utf8))
         }
     }
 
