@@ -16,7 +16,7 @@ extension Satchel {
             discussion: """
                 The first line on stdout is `listening on http://<bind>:<port>`. Starting counts as a launch; new
                 activations apply to the next request. Endpoints: /_satchel/ (status page), /_satchel/status.json,
-                /_satchel/hook.js, POST /_satchel/bodies/<id>. Use a browser with --proxy-server=http://<bind>:<port>
+                /_satchel/hook.js, POST /_satchel/bodies/<id>, and with --publish --reports POST /_satchel/reports. Use a browser with --proxy-server=http://<bind>:<port>
                 to load https://<package host>/... through the engine.
                 """)
 
