@@ -133,7 +133,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
                 // A HEAD cannot bring a body to store: it goes to the origin as it is.
                 guard method == "GET" else { return forward(request, status: CacheStatus(forward: .stale)) }
                 if collapsing, wait() { return }
-                return validate(entry, reason: reason, forward: reason.hasPrefix("request") ? .request : .stale)
+                return validate(entry, reason: reason)
             }
         }
         // A response being stored answers this request too, read as it grows.
@@ -155,7 +155,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
             return true
         case .reloadRevalidating:
             guard let entry, request.method == "GET" else { return false }
-            validate(entry, reason: name, forward: .request)
+            validate(entry, forward: .request, detail: name)
             return true
         case .returnCacheElseLoad, .returnCacheDontLoad, .staleWhileRevalidate:
             let age = entry.map { CacheRules.currentAge($0.stored, now: now) }
@@ -181,7 +181,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
             }
             // Too old for the policy: the origin is asked, with the stored answer's validators.
             if let entry, age != nil, request.method == "GET" {
-                validate(entry, reason: name + "; older than max-age", forward: .stale)
+                validate(entry, forward: .stale, detail: name + "; older than max-age")
                 return true
             }
             return false
@@ -347,12 +347,17 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     }
 
     /// Asks the origin whether `entry` is still current (with its validators when it has them).
-    private func validate(_ entry: CacheEntry, reason: String, forward: CacheStatus.Forward) {
+    private func validate(_ entry: CacheEntry, reason: CacheRules.ValidationReason) {
+        validate(entry, forward: reason.forward, detail: reason.detail)
+    }
+
+    /// Asks the origin whether `entry` still holds, saying why in `Cache-Status` (`detail`: a policy's name, or nil).
+    private func validate(_ entry: CacheEntry, forward: CacheStatus.Forward, detail: String?) {
         var conditional = request
         for name in Self.conditionalFields { conditional.headers.remove(name) }
         for (name, value) in CacheRules.conditionalFields(for: entry.stored) { conditional.headers.add(name, value) }
         cache.count { $0.revalidations += 1 }
-        ask(conditional, status: CacheStatus(forward: forward, detail: reason == "stale" ? nil : reason), validating: entry)
+        ask(conditional, status: CacheStatus(forward: forward, detail: detail), validating: entry)
     }
 
     /// Asks the origin for what the cache cannot answer.
@@ -491,6 +496,6 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
             }
         }
         revalidation.state.withLock { $0.leading = true }
-        revalidation.validate(entry, reason: "stale-while-revalidate", forward: .stale)
+        revalidation.validate(entry, forward: .stale, detail: "stale-while-revalidate")
     }
 }

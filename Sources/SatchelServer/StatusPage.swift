@@ -10,7 +10,7 @@ enum StatusPage {
         let packageRows = packages.map { package in
             """
             <tr><td class="id">\(escape(package.id))</td><td>\(escape(package.active))</td>\
-            <td><span class="badge \(package.state)">\(package.state)\(package.state == "trial" ? " · \(package.launches) launches" : "")</span></td>\
+            <td><span class="badge \(package.state.rawValue)">\(package.state.rawValue)\(package.state == .trial ? " · \(package.launches) launches" : "")</span></td>\
             <td>\(package.hosts.map(escape).joined(separator: "<br>"))</td><td><code>\(escape(package.pathPrefix))</code></td>\
             <td class="num">\(package.fileCount)</td><td class="num">\(formatBytes(package.bytes))</td>\
             <td>\(package.otherVersions.map(escape).joined(separator: ", "))</td>\

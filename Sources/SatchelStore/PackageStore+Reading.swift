@@ -72,7 +72,7 @@ extension PackageStore {
             let servedByBuiltIn = builtIn?.version == state.active
             packages.append(InstalledPackage(
                 id: id.value, active: state.active.description,
-                state: servedByBuiltIn ? "built-in" : manifest == nil ? "missing" : state.isTrial ? "trial" : "confirmed",
+                state: servedByBuiltIn ? .builtIn : manifest == nil ? .missing : state.isTrial ? .trial : .confirmed,
                 launches: state.launches, confirmed: state.confirmed?.description,
                 fallback: state.fallback(in: availability(of: id))?.description, failed: state.failed.sorted().map(\.description),
                 otherVersions: versionFolders(of: id).filter { $0 != state.active }.map(\.description),

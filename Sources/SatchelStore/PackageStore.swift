@@ -31,8 +31,8 @@ public struct StoreConfiguration: Sendable {
 
 /// What an install did.
 public struct InstallResult: Sendable, Equatable, Codable {
-    public var id: String
-    public var version: String
+    public var id: PackageID
+    public var version: SemanticVersion
     public var fileCount: Int
     public var bytes: Int64
     public var contentHash: String
@@ -74,8 +74,8 @@ public struct LaunchReport: Sendable, Equatable, Codable {
 public struct InstalledPackage: Sendable, Equatable, Codable {
     public var id: String
     public var active: String
-    /// `trial`, `confirmed`, or `built-in` when the app's built-in bundle serves.
-    public var state: String
+    /// Trial, confirmed, built-in when the app's built-in bundle serves, or missing.
+    public var state: ServingState
     public var launches: Int
     public var confirmed: String?
     /// Where a rollback (or a failed trial) would go.
@@ -242,7 +242,7 @@ public final class PackageStore: Sendable {
             extracted = true
         }
         let result = InstallResult(
-            id: id.value, version: manifest.version.description, fileCount: manifest.files.count,
+            id: id, version: manifest.version, fileCount: manifest.files.count,
             bytes: manifest.totalSize, contentHash: manifest.contentHash, previous: previous?.active.description,
             extracted: extracted, delta: applied, builtIn: builtIn?.version == manifest.version ? true : nil)
         guard loaded.needsWriting(next) else { return result }

@@ -89,7 +89,7 @@ struct DeviceReporter {
             let stored = (try? store.storedState(of: id)) ?? nil
             items.append(.init(
                 id: id, role: .active, version: state.active, token: cohorts.token(id, state.active),
-                state: stored == nil ? "built-in" : state.trial != nil ? "trial" : "confirmed"))
+                state: (stored == nil ? ServingState.builtIn : state.trial != nil ? .trial : .confirmed).rawValue))
             var failed = Set(state.failed)
             for (key, _) in record.failures {
                 let parts = key.split(separator: " ")

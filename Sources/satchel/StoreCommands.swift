@@ -69,12 +69,12 @@ extension Satchel {
             for package in packages {
                 let others = package.otherVersions.isEmpty ? "" : "; also installed: " + package.otherVersions.joined(separator: ", ")
                 let state = switch package.state {
-                case "trial": " (trial, \(package.launches) launches)"
-                case "built-in": " (built-in, from \(package.builtInBundle ?? "?"))"
-                case "missing": " (its files are missing: a built-in this command was not given?)"
-                default: ""
+                case .trial: " (trial, \(package.launches) launches)"
+                case .builtIn: " (built-in, from \(package.builtInBundle ?? "?"))"
+                case .missing: " (its files are missing: a built-in this command was not given?)"
+                case .confirmed: ""
                 }
-                let floor = package.builtIn.map { package.state == "built-in" ? "" : "; built-in \($0)" } ?? ""
+                let floor = package.builtIn.map { package.state == .builtIn ? "" : "; built-in \($0)" } ?? ""
                 let fallback = package.fallback.map { "; falls back to \($0)" } ?? ""
                 let failed = package.failed.isEmpty ? "" : "; failed: " + package.failed.joined(separator: ", ")
                 Output.line("\(package.id) \(package.active)\(state): \(package.hosts.joined(separator: ", ")) \(package.pathPrefix), \(package.fileCount) files, \(Output.bytes(package.bytes))\(fallback)\(others)\(floor)\(failed)")

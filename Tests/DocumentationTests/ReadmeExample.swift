@@ -21,7 +21,7 @@ func readmeExample(storeFolder: String, publicKeyText: String, downloadedBundle:
     let installed = try store.install(bundle: downloadedBundle)
     let launch = try store.beginLaunch()        // a trial past its launches falls back by itself
     print("installed \(installed.id) \(installed.version); rolled back: \(launch.rolledBack.count)")
-    // Once the new version has proved itself: try store.confirm(try PackageID(installed.id))
+    // Once the new version has proved itself: try store.confirm(installed.id)
 
     // Answer from packages: the versions active when the engine starts are pinned for this launch.
     let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(customSchemes: ["satchel"]))

@@ -45,7 +45,7 @@ struct BuiltInTests {
             #expect(served.map(\.label) == ["shop@1.0.0"])
             #expect(served.first?.folder == nil)
             let listed = try #require(try store.list().first)
-            #expect((listed.state, listed.builtIn, listed.builtInBundle, listed.fileCount) == ("built-in", "1.0.0", bundle, 4))
+            #expect((listed.state, listed.builtIn, listed.builtInBundle, listed.fileCount) == (ServingState.builtIn, "1.0.0", bundle, 4))
             // Nothing extracted: no version folder, no package state, and the store is a few small files.
             #expect(listing(store.layout.root + "/packages").isEmpty)
             #expect(Self.treeBytes(store.layout.root) < 4096)

@@ -17,7 +17,7 @@ struct InstallTests {
             let factory = BundleFactory(folder: folder, key: key)
             let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(trustedKeys: [key.verifyingKey]))
             let result = try store.install(bundle: factory.bundle(version: "1.0.0", format: format))
-            #expect(result == InstallResult(id: "shop", version: "1.0.0", fileCount: 4, bytes: result.bytes, contentHash: result.contentHash, previous: nil, extracted: true))
+            #expect(result == InstallResult(id: id("shop"), version: v("1.0.0"), fileCount: 4, bytes: result.bytes, contentHash: result.contentHash, previous: nil, extracted: true))
             let versionFolder = store.layout.version(id("shop"), v("1.0.0"))
             #expect(Set(PackageStore.allFiles(under: versionFolder)) == ["index.html", "js/app.mjs", "css/app.css", "img/logo.png", "satchel.json", "satchel.sig"])
             #expect(try String(contentsOfFile: versionFolder + "/index.html", encoding: .utf8) == "<h1>shop 1.0.0</h1>")

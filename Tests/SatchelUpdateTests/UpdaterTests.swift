@@ -138,7 +138,7 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
             #expect(!release.origin.requests.contains { $0.url.hasSuffix(".zip") }, "only the catalog was fetched, no bundle")
             #expect(try storeSnapshot(store.layout.root) == before)
             // An explicit reinstall may bring it back.
-            #expect(try store.install(bundle: release.v110, retryingFailed: true).version == "1.1.0")
+            #expect(try store.install(bundle: release.v110, retryingFailed: true).version.description == "1.1.0")
         }
     }
 

@@ -265,7 +265,24 @@ public enum CacheRules {
         case staleWhileRevalidate(ttl: Double)
         /// Ask the origin first (a conditional request when the response has a validator); `stale-if-error`
         /// and disconnection may still allow the stored response if that fails (``staleOnError(_:now:mode:failure:)``).
-        case validate(reason: String)
+        case validate(reason: ValidationReason)
+    }
+
+    /// Why a stored response must be validated before it answers, as `Cache-Status`'s `detail` words it.
+    public enum ValidationReason: String, Equatable, Sendable {
+        /// The request said `no-cache` (or `Pragma: no-cache`): the request forwards, not the stored response's age.
+        case requestNoCache = "request no-cache"
+        /// The stored response says `no-cache`.
+        case noCache = "no-cache"
+        /// Stale, and a directive forbids serving it stale (`must-revalidate`, `proxy-revalidate`, `s-maxage`).
+        case staleMustRevalidate = "stale, must revalidate"
+        case stale
+
+        /// `Cache-Status`'s `fwd`: `request` when the request asked for it, else `stale`.
+        public var forward: CacheStatus.Forward { self == .requestNoCache ? .request : .stale }
+
+        /// What `Cache-Status` says besides `fwd` (nothing for plain staleness, which `fwd=stale` already says).
+        public var detail: String? { self == .stale ? nil : rawValue }
     }
 
     /// §4 for a stored response that matches the request's key and `Vary`.
@@ -278,9 +295,9 @@ public enum CacheRules {
         let cc = stored.facts.control(mode).control
         // Request no-cache (and Pragma: no-cache when the request has no Cache-Control, §5.4).
         if requestCC.has("no-cache") || (requestCC.isEmpty && request.headers.values("Pragma").contains { $0.lowercased().contains("no-cache") }) {
-            return .validate(reason: "request no-cache")
+            return .validate(reason: .requestNoCache)
         }
-        if let noCache = cc.fieldNames("no-cache"), noCache.isEmpty { return .validate(reason: "no-cache") }
+        if let noCache = cc.fieldNames("no-cache"), noCache.isEmpty { return .validate(reason: .noCache) }
         let lifetime = freshnessLifetime(stored, mode: mode).seconds
         let age = currentAge(stored, now: now)
         var effectiveLifetime = lifetime
@@ -291,7 +308,7 @@ public enum CacheRules {
         if effectiveLifetime > needed { return .fresh(ttl: lifetime - age) }
         let ttl = lifetime - age
         // Stale from here on; §4.2.4: never where a directive forbids it.
-        if forbidsStale(cc, mode: mode) { return .validate(reason: "stale, must revalidate") }
+        if forbidsStale(cc, mode: mode) { return .validate(reason: .staleMustRevalidate) }
         if requestCC.has("max-stale") {
             // Without an argument, any staleness; a max-age the request set stays its ceiling.
             let allowed: Double = if case .value(let seconds)? = requestCC.seconds("max-stale") { Double(seconds) } else { .infinity }
@@ -301,7 +318,7 @@ public enum CacheRules {
         if case .value(let window)? = cc.seconds("stale-while-revalidate"), age - lifetime <= Double(window), effectiveLifetime == lifetime {
             return .staleWhileRevalidate(ttl: ttl)
         }
-        return .validate(reason: "stale")
+        return .validate(reason: .stale)
     }
 
     /// Whether a directive forbids serving this response stale (§4.2.4, §5.2.2.2, §5.2.2.8, §5.2.2.10).
