@@ -24,7 +24,7 @@ final class EncodedResponseCache: Sendable {
         let generation: Int
         let bytes: ByteBuffer
         let status: Int
-        let outcome: String
+        let outcome: AnswerLabel
         /// For an answer that came from the HTTP cache: reused only while this holds (``AnswerReuse``).
         var reuse: AnswerReuse? = nil
     }

@@ -257,7 +257,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 // Stored under the generation read before answering: an activation in between makes it stale, never wrong.
                 // An HTTP cache hit is kept only as long as its stored response says (``AnswerReuse``).
                 cache?.store(reuseKey, EncodedResponseCache.Entry(
-                    generation: generation, bytes: buffer, status: 200, outcome: fromPackage ? ServerResponder.packageOutcome(200) : "network",
+                    generation: generation, bytes: buffer, status: 200, outcome: fromPackage ? AnswerLabel.package(status: 200) : .network,
                     reuse: response.reuse))
                 finish(keepOpen: true, flush: false, last: buffer, context: context)
                 return

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelCore
+import SatchelEngine
 
 /// The latest requests and how each was answered, for the status page.
 public final class RequestLog: Sendable {
@@ -9,8 +10,7 @@ public final class RequestLog: Sendable {
         public var method: String
         public var url: String
         public var status: Int
-        /// offline-hit, not-modified, range, network, package-after-network-failure, offline-page, satchel, published, error
-        public var outcome: String
+        public var outcome: AnswerLabel
         /// The channel that restored the request's body, if any.
         public var bodyChannel: String?
         public var milliseconds: Double
@@ -25,7 +25,7 @@ public final class RequestLog: Sendable {
         /// Query parameters whose values are never shown (``LogRedaction``).
         var secretParameters: [String]
         var status: Int
-        var outcome: String
+        var outcome: AnswerLabel
         var bodyChannel: String?
         var milliseconds: Double
     }

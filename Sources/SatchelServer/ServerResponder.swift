@@ -182,12 +182,8 @@ public final class ServerResponder: Sendable {
     }
 
     /// How the status page names a package answer.
-    static func packageOutcome(_ status: Int) -> String {
-        status == 304 ? "not-modified" : status == 206 ? "range" : status < 400 ? "offline-hit" : "error"
-    }
-
     /// Logs a request answered from ``EncodedResponseCache`` (the engine's answer, reused).
-    func recordReused(target: RequestTarget, status: Int, outcome: String) {
+    func recordReused(target: RequestTarget, status: Int, outcome: AnswerLabel) {
         record("GET", target, status: status, outcome: outcome, channel: .none, started: ContinuousClock.now)
     }
 
@@ -199,7 +195,7 @@ public final class ServerResponder: Sendable {
         return ResourceRequest(method: request.method, url: url, headers: headers, body: nil)
     }
 
-    private func record(_ method: String, _ target: RequestTarget, status: Int, outcome: String, channel: BodyChannel, started: ContinuousClock.Instant) {
+    private func record(_ method: String, _ target: RequestTarget, status: Int, outcome: AnswerLabel, channel: BodyChannel, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         if !target.path.hasPrefix("/_satchel/status") {
@@ -210,17 +206,17 @@ public final class ServerResponder: Sendable {
         }
         if configuration.accessLog {
             let shown = RequestLog.shownURL(target, secretParameters: redactedParameters)
-            logger.info("\(method) \(shown) \(status) \(outcome)\(channel == .none ? "" : " body:\(channel.rawValue)") \(String(format: "%.1f", milliseconds)) ms")
+            logger.info("\(method) \(shown) \(status) \(outcome.rawValue)\(channel == .none ? "" : " body:\(channel.rawValue)") \(String(format: "%.1f", milliseconds)) ms")
         }
     }
 
-    private func answer(_ request: ServerRequest, destination: Destination) async -> (ResourceResponse, String, BodyChannel) {
+    private func answer(_ request: ServerRequest, destination: Destination) async -> (ResourceResponse, AnswerLabel, BodyChannel) {
         let url: String
         switch destination {
         case .endpoint:
-            return (await satchelEndpoint(method: request.method, path: String(request.target.path), headers: request.headers, body: request.body), "satchel", .none)
+            return (await satchelEndpoint(method: request.method, path: String(request.target.path), headers: request.headers, body: request.body), .endpoint, .none)
         case .server:
-            return (ResourceResponse(status: 204, headers: ["Allow": "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE", "Content-Length": "0"]), "satchel", .none)
+            return (ResourceResponse(status: 204, headers: ["Allow": "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE", "Content-Length": "0"]), .endpoint, .none)
         case .engine(let engineURL):
             url = engineURL
         case .ownAddress(let engineURL):
@@ -228,13 +224,13 @@ public final class ServerResponder: Sendable {
                 if let reports, request.target.path.hasSuffix("/" + Catalog.fileName) {
                     reports.appendHeaders(channel: request.headers[DeviceReport.channelHeader], report: request.headers[DeviceReport.reportHeader])
                 }
-                return (response, "published", .none)
+                return (response, .published, .none)
             }
             url = engineURL
         }
         let answer = await loader.respond(to: engineRequest(request, url: url))
         let response = isHTMLStream(answer.response, answer.outcome) ? await readingHTMLStream(answer.response) : answer.response
-        return (decorated(response, answer.outcome, for: request), Self.label(answer.outcome, status: response.status), answer.bodyChannel)
+        return (decorated(response, answer.outcome, for: request), AnswerLabel(answer.outcome, status: response.status), answer.bodyChannel)
     }
 
     /// A package page that arrives as a stream, read whole (bounded), so the hook can go in like any other page's.
@@ -264,22 +260,10 @@ public final class ServerResponder: Sendable {
         return injectingHook(into: response, for: request)
     }
 
-    /// How the status page and the log name an outcome.
-    static func label(_ outcome: ResourceLoader.Outcome, status: Int) -> String {
-        switch outcome {
-        case .package: packageOutcome(status)
-        case .network: "network"
-        case .packageAfterNetworkFailure: "package-after-network-failure"
-        case .offlinePage: "offline-page"
-        case .error: "error"
-        case .refused: "refused"
-        }
-    }
-
     /// Decorates and records an answer made on the event loop.
     private func finished(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome, _ channel: BodyChannel, _ request: ServerRequest, started: ContinuousClock.Instant) -> ResourceResponse {
         let response = decorated(response, outcome, for: request)
-        record(request.method, request.target, status: response.status, outcome: Self.label(outcome, status: response.status), channel: channel, started: started)
+        record(request.method, request.target, status: response.status, outcome: AnswerLabel(outcome, status: response.status), channel: channel, started: started)
         return response
     }
 

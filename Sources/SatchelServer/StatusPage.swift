@@ -20,7 +20,7 @@ enum StatusPage {
         let requestRows = requests.prefix(100).map { entry in
             """
             <tr><td>\(entry.time)</td><td>\(escape(entry.method))</td><td class="url">\(escape(entry.url))</td>\
-            <td class="num">\(entry.status)</td><td><span class="badge \(entry.outcome)">\(entry.outcome)</span></td>\
+            <td class="num">\(entry.status)</td><td><span class="badge \(entry.outcome.rawValue)">\(entry.outcome.rawValue)</span></td>\
             <td>\(entry.bodyChannel.map { "<span class=\"badge body\">\(escape($0))</span>" } ?? "")</td>\
             <td class="num">\(entry.milliseconds) ms</td></tr>
             """
