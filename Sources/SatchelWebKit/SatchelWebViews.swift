@@ -30,7 +30,10 @@ public final class SatchelWebViews {
     public let processPool: WKProcessPool
     /// The app's HTTP cache, when the fetcher has one.
     public let responseCache: (any ResponseCache)?
-    /// The hook's source (nil: no hook, and every request that may carry a body is refused by the engine).
+    /// What each view gets for the app's pages (nil: no hook, and every request that may carry a body is refused by
+    /// the engine): the one page set-up both WebKit adapters install.
+    public let pageSetup: PageSetup?
+    /// The hook's source (``PageSetup/script``).
     public let hookScript: String?
     /// The origins the hook serves: native code calls into a view only while it shows one.
     public let appOrigins: [String]
@@ -66,14 +69,9 @@ public final class SatchelWebViews {
         bridge = AppBridge(proofCheck: engine.proofCheck)
         bridgeMessages = SatchelBridgeMessageHandler(bridge: bridge)
         recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
-        appOrigins = hook?.origins ?? []
-        hookScript = hook.map { hook in
-            var configured = hook
-            if configured.proofSecret == nil { configured.proofSecret = engine.bodyProofSecret }
-            if configured.cookieEndpoint == nil { configured.cookieEndpoint = PageCookies.path }
-            if configured.bridgeHandler == nil { configured.bridgeHandler = SatchelBridgeMessageHandler.name }
-            return HookScript.render(configured)
-        }
+        pageSetup = PageSetup(hook: hook, engine: engine)
+        appOrigins = pageSetup?.origins ?? []
+        hookScript = pageSetup?.script
         let responseCache = fetcher.responseCache
         self.responseCache = responseCache
         let jarChanged: @Sendable (AppCookieJar.Change) -> Void = { [weak self] change in
@@ -91,11 +89,12 @@ public final class SatchelWebViews {
         configuration.websiteDataStore = dataStore
         for scheme in engine.configuration.customSchemes.sorted() { configuration.setURLSchemeHandler(schemeHandler, forURLScheme: scheme) }
         let content = WKUserContentController()
-        if let hookScript {
-            // Every frame: the app's own frames need it; on any other origin the hook returns before it does anything.
-            content.addUserScript(WKUserScript(source: hookScript, injectionTime: .atDocumentStart, forMainFrameOnly: false))
-            content.addScriptMessageHandler(bodies, contentWorld: .page, name: "satchelBody")
-            content.addScriptMessageHandler(bridgeMessages, contentWorld: .page, name: SatchelBridgeMessageHandler.name)
+        if let pageSetup {
+            // Every frame: the app's own frames need it, and WKUserScript has no allow list (WebKitGTK's has); on any
+            // other origin the hook returns before it does anything.
+            content.addUserScript(WKUserScript(source: pageSetup.script, injectionTime: .atDocumentStart, forMainFrameOnly: false))
+            content.addScriptMessageHandler(bodies, contentWorld: .page, name: pageSetup.bodyHandlerName)
+            content.addScriptMessageHandler(bridgeMessages, contentWorld: .page, name: pageSetup.bridgeHandlerName)
         }
         configuration.userContentController = content
         let webView = WKWebView(frame: .zero, configuration: configuration)
@@ -143,7 +142,7 @@ public final class SatchelWebViews {
 /// text) resolves the page's promise whenever the app's handler is done.
 @MainActor
 public final class SatchelBridgeMessageHandler: NSObject, WKScriptMessageHandlerWithReply {
-    public static let name = "satchelBridge"
+    public static let name = PageSetup.defaultBridgeHandler
     public let bridge: AppBridge
 
     public init(bridge: AppBridge) {

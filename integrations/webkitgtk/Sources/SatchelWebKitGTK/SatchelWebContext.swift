@@ -40,6 +40,8 @@ public final class SatchelWebContext: @unchecked Sendable {
     public let executor: GLibMainContextExecutor
     /// The hook's source, injected at document start into the documents of the app's origins; nil: no hook.
     public let hookScript: String?
+    /// The one page set-up both WebKit adapters install (``PageSetup``); nil without a hook.
+    public let pageSetup: PageSetup?
     /// WebKit URL patterns of those documents (`satchel://m.shop.com/*`).
     let hookAllowList: [String]
 
@@ -79,22 +81,18 @@ public final class SatchelWebContext: @unchecked Sendable {
         let driver = SchemeTaskDriver(loader: loader, executor: executor, chunkSize: chunkSize, cookies: cookies)
         handler = URISchemeHandler(driver: driver)
         handler.register(on: context, schemes: engine.configuration.customSchemes)
-        bodies = BodyMessageHandler(store: engine.bodyStore, name: hook?.messageHandler ?? "satchelBody")
+        // The one page set-up both adapters install: the hook proves every body it moves with this launch's secret,
+        // and provides document.cookie and window.satchel on the app's pages.
+        let pageSetup = PageSetup(hook: hook, engine: engine)
+        self.pageSetup = pageSetup
+        bodies = BodyMessageHandler(store: engine.bodyStore, name: pageSetup?.bodyHandlerName ?? HookScript.Configuration().messageHandler)
         let bridge = AppBridge(proofCheck: engine.proofCheck)
         self.bridge = bridge
-        appOrigins = hook?.origins ?? []
-        hookAllowList = appOrigins.map { $0 + "/*" }
-        // The hook proves every body it moves with this launch's secret, which the engine made; it provides
-        // document.cookie and window.satchel on the app's pages.
-        var configured = hook
-        if configured != nil {
-            if configured!.proofSecret == nil { configured!.proofSecret = engine.bodyProofSecret }
-            if configured!.cookieEndpoint == nil { configured!.cookieEndpoint = PageCookies.path }
-            if configured!.bridgeHandler == nil { configured!.bridgeHandler = "satchelBridge" }
-        }
-        hookScript = configured.map(HookScript.render)
+        appOrigins = pageSetup?.origins ?? []
+        hookAllowList = pageSetup?.allowList ?? []
+        hookScript = pageSetup?.script
         let executor = self.executor
-        bridgeMessages = configured?.bridgeHandler.map { BridgeMessageHandler(bridge: bridge, name: $0, executor: executor) }
+        bridgeMessages = pageSetup.map { BridgeMessageHandler(bridge: bridge, name: $0.bridgeHandlerName, executor: executor) }
         mediaRelay = try MediaRelay(driver: driver)
         mediaScript = MediaScript.render(relayBaseURL: mediaRelay.baseURL, schemes: engine.configuration.customSchemes)
         startNotifications()

@@ -1,0 +1,38 @@
+import SatchelCore
+import SatchelEngine
+
+/// What every WebKit adapter installs in each web view for the app's pages, decided once for both (Apple's
+/// `SatchelWebViews`, WebKitGTK's `SatchelWebContext`) so they cannot drift: the hook (request bodies, `document.cookie`
+/// on the custom schemes, the `window.satchel` bridge) completed with this launch's proof secret, the names of its two
+/// script message handlers, and the documents it goes into.
+public struct PageSetup: Sendable, Equatable {
+    /// The hook's configuration with every default filled in.
+    public let hook: HookScript.Configuration
+    /// The hook's source, rendered once.
+    public let script: String
+
+    /// The bridge's script message handler when the configuration names none.
+    public static let defaultBridgeHandler = "satchelBridge"
+
+    /// - Parameter hook: the app's hook configuration (its origins, channels, handler names); nil: no hook, and the
+    ///   engine refuses every request that may carry a body.
+    public init?(hook: HookScript.Configuration?, engine: ResourceEngine) {
+        guard var hook else { return nil }
+        // Proofs with the secret the engine checks; document.cookie through the engine's endpoint; the bridge.
+        if hook.proofSecret == nil { hook.proofSecret = engine.bodyProofSecret }
+        if hook.cookieEndpoint == nil { hook.cookieEndpoint = PageCookies.path }
+        if hook.bridgeHandler == nil { hook.bridgeHandler = Self.defaultBridgeHandler }
+        self.hook = hook
+        script = HookScript.render(hook)
+    }
+
+    /// The body store's script message handler (`HookScript.Configuration.messageHandler`).
+    public var bodyHandlerName: String { hook.messageHandler }
+    /// The bridge's script message handler.
+    public var bridgeHandlerName: String { hook.bridgeHandler ?? Self.defaultBridgeHandler }
+    /// The app's origins: the hook runs, and native code calls into a page, only there.
+    public var origins: [String] { hook.origins }
+    /// WebKit's URL patterns for the documents of the app's origins (where a platform can limit a user script to
+    /// them); the hook also stays inert on any other origin by itself.
+    public var allowList: [String] { hook.origins.map { $0 + "/*" } }
+}
