@@ -25,7 +25,7 @@ let package = Package(
                 "FuzzDriver", .product(name: "SatchelServer", package: "Satchel"), .product(name: "SatchelEngine", package: "Satchel"),
                 .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelStore", package: "Satchel"), .product(name: "SatchelCore", package: "Satchel"),
-                .product(name: "SatchelBundle", package: "Satchel"),
+                .product(name: "SatchelBundle", package: "Satchel"), .product(name: "SatchelPublishing", package: "Satchel"),
             ],
             path: "Targets/request-edge"),
     ],

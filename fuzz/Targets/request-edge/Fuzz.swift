@@ -5,6 +5,7 @@
 import FuzzDriver
 import Foundation
 import SatchelBundle
+import SatchelPublishing
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
