@@ -100,7 +100,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     /// request's answer from the origin for the same URL instead of asking it too.
     func run(collapsing: Bool) {
         let method = request.method
-        guard method == "GET" || method == "HEAD" else { return forwardUnsafe() }
+        guard method.readsRepresentation else { return forwardUnsafe() }
         let now = HTTPCache.now()
         let requestCC = CacheControl(request.headers)
         let entries = cache.store.entries(for: key)
@@ -131,7 +131,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
             case .validate(let reason):
                 if requestCC.has("only-if-cached") { return answer(onlyIfCached()) }
                 // A HEAD cannot bring a body to store: it goes to the origin as it is.
-                guard method == "GET" else { return forward(request, status: CacheStatus(forward: .stale)) }
+                guard method == .get else { return forward(request, status: CacheStatus(forward: .stale)) }
                 if collapsing, wait() { return }
                 return validate(entry, reason: reason)
             }
@@ -139,7 +139,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         // A response being stored answers this request too, read as it grows.
         if let attached = attachToFill(now: now) { return answer(attached) }
         if requestCC.has("only-if-cached") { return answer(onlyIfCached()) }
-        if method == "GET", collapsing, !isPassing(now: now), wait() { return }
+        if method == .get, collapsing, !isPassing(now: now), wait() { return }
         forward(request, status: CacheStatus(forward: entries.isEmpty ? .uriMiss : .varyMiss))
     }
 
@@ -154,7 +154,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
             forward(request, status: CacheStatus(forward: .request, detail: name))
             return true
         case .reloadRevalidating:
-            guard let entry, request.method == "GET" else { return false }
+            guard let entry, request.method == .get else { return false }
             validate(entry, forward: .request, detail: name)
             return true
         case .returnCacheElseLoad, .returnCacheDontLoad, .staleWhileRevalidate:
@@ -180,7 +180,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
                 return true
             }
             // Too old for the policy: the origin is asked, with the stored answer's validators.
-            if let entry, age != nil, request.method == "GET" {
+            if let entry, age != nil, request.method == .get {
                 validate(entry, forward: .stale, detail: name + "; older than max-age")
                 return true
             }
@@ -214,7 +214,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         // A qualified no-cache names fields that may not be reused without validation: they are left out.
         for name in stored.facts.control(mode).control.fieldNames("no-cache") ?? [] { headers.remove(name) }
         guard let length, (200...299).contains(stored.status), stored.status != 206 else {
-            return ResourceResponse(status: stored.status, headers: headers, body: request.method == "HEAD" ? .empty : body)
+            return ResourceResponse(status: stored.status, headers: headers, body: request.method == .head ? .empty : body)
         }
         let date = stored.facts.date ?? stored.responseTime
         // Without Last-Modified, the stored response's Date stands in for If-Modified-Since (RFC 9111 §4.3.2), never
@@ -231,7 +231,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         }
         answer.addFraming(to: &headers)
         let status = answer.status == 200 ? stored.status : answer.status
-        guard answer.sendsBody, request.method != "HEAD" else { return ResourceResponse(status: status, headers: headers) }
+        guard answer.sendsBody, request.method != .head else { return ResourceResponse(status: status, headers: headers) }
         switch body {
         case .file(let region) where answer.length != region.length:
             guard let slice = region.slice(offset: region.offset + answer.offset, length: answer.length) else {
@@ -422,11 +422,11 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         if !response.headers.contains("Date") { response.headers.add("Date", Timestamp(secondsSinceEpoch: Int64(responseTime)).httpDate) }
         let decision = CacheRules.storability(request: asked, status: response.status, headers: response.headers, mode: mode)
         let varying = CacheRules.varyingFields(of: response.headers, request: request)
-        guard asked.method == "GET", decision == .store, let varying, let file = cache.store.createFillFile() else {
+        guard asked.method == .get, decision == .store, let varying, let file = cache.store.createFillFile() else {
             if case .dontStore(let why) = decision { status.detail = why } else if varying == nil { status.detail = "Vary: *" }
             // A full answer to a plain GET that cannot be stored says so of the URL: the next misses for it go straight
             // to the origin for a while instead of waiting behind one.
-            let plain = asked.method == "GET" && !asked.headers.contains { field in Self.conditionalFields.contains { HTTPHeaders.equalNames($0, field.name) } }
+            let plain = asked.method == .get && !asked.headers.contains { field in Self.conditionalFields.contains { HTTPHeaders.equalNames($0, field.name) } }
             if plain, ![206, 304, 412, 416].contains(response.status) {
                 let url = key
                 cache.passing.withLock { table in
@@ -488,7 +488,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
         }
         guard started else { return }
         var background = request
-        background.method = "GET"
+        background.method = .get
         let revalidation = CachedExchange(background, timeouts: timeouts, fetcher: fetcher, executor: InlineExecutor.shared) { result in
             // Nobody waits for this answer: a stored body is read to its end by the fill alone.
             if case .success(let response) = result, case .stream(let stream) = response.body {

@@ -28,13 +28,13 @@ public struct RoutedRequest: Sendable {
     /// `id@version` of the package that claims the request, if one does.
     public var package: String? { entry?.label }
 
-    let method: String
+    let method: RequestMethod
     let entry: ResourceEngine.PackageEntry?
     let decodedPath: String
     let file: ResourceEngine.PackageEntry.File?
 
     init(
-        request: ResourceRequest, bodyChannel: BodyChannel, upstreamURL: String, method: String, outside: EngineMiss.Reason?,
+        request: ResourceRequest, bodyChannel: BodyChannel, upstreamURL: String, method: RequestMethod, outside: EngineMiss.Reason?,
         route: Route? = nil, package: ResourceEngine.PackageEntry? = nil, decodedPath: String = "", file: ResourceEngine.PackageEntry.File? = nil
     ) {
         var request = request

@@ -221,7 +221,7 @@ public final class ResourceEngine: Sendable {
         }
         let isCustom = configuration.customSchemes.contains(url.scheme)
         let upstream = isCustom ? configuration.upstreamScheme + request.url.drop { $0 != ":" } : request.url
-        let method = request.method == "GET" ? "GET" : request.method.uppercased()
+        let method: RequestMethod = request.method == .get ? .get : RequestMethod(request.method.rawValue.uppercased())
         guard isCustom || url.scheme == "https" || url.scheme == "http" else {
             return .routed(RoutedRequest(request: request, bodyChannel: channel, upstreamURL: request.url, method: method, outside: .scheme))
         }
@@ -237,7 +237,7 @@ public final class ResourceEngine: Sendable {
             return .routed(RoutedRequest(request: request, bodyChannel: channel, upstreamURL: upstream, method: method, outside: .noPackage))
         }
         let route = package.manifest.route(forPath: decoded)
-        guard method == "GET" || method == "HEAD" || method == "OPTIONS" else {
+        guard method.readsRepresentation || method == .options else {
             return .routed(RoutedRequest(
                 request: request, bodyChannel: channel, upstreamURL: upstream, method: method, outside: .method, route: route,
                 package: package, decodedPath: decoded))
@@ -260,7 +260,7 @@ public final class ResourceEngine: Sendable {
     /// methods and CORS; nil when the package holds nothing for it.
     public func packageAnswer(_ routed: RoutedRequest) -> ResourceResponse? {
         guard let file = routed.file, let package = routed.entry else { return nil }
-        if routed.method == "OPTIONS" { return options(routed.request) }
+        if routed.method == .options { return options(routed.request) }
         return respond(to: routed.request, method: routed.method, with: file, package: package)
     }
 
@@ -339,7 +339,7 @@ public final class ResourceEngine: Sendable {
     }
 
     /// Builds the response for a file: conditional, range, HEAD.
-    private func respond(to request: ResourceRequest, method: String, with file: PackageEntry.File, package: PackageEntry) -> ResourceResponse {
+    private func respond(to request: ResourceRequest, method: RequestMethod, with file: PackageEntry.File, package: PackageEntry) -> ResourceResponse {
         let size = file.record.size
         var headers = HTTPHeaders(capacity: 8)
         headers.add("Content-Type", file.contentType)
@@ -355,7 +355,7 @@ public final class ResourceEngine: Sendable {
         let validators = Validators(etag: file.etag, lastModified: package.manifest.createdAt)
         let answer = RepresentationSelection.select(method: method, headers: request.headers, validators: validators, size: size).answer(size: size)
         answer.addFraming(to: &headers)
-        guard answer.sendsBody, method != "HEAD" else { return ResourceResponse(status: answer.status, headers: headers) }
+        guard answer.sendsBody, method != .head else { return ResourceResponse(status: answer.status, headers: headers) }
         let (status, offset, length) = (answer.status, answer.offset, answer.length)
         if let encoded = file.encoded {
             return respondDecoding(encoded, status: status, headers: headers, file: file, package: package, offset: offset, length: length)

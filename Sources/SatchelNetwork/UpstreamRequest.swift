@@ -52,7 +52,7 @@ struct UpstreamRequest: Sendable {
         for field in request.headers where !SatchelCore.HTTPHeaders.equalNames(field.name, "Host") && !SatchelCore.HTTPHeaders.equalNames(field.name, "Content-Length") {
             headers.add(name: field.name, value: field.value)
         }
-        let method = HTTPMethod(token: request.method.uppercased())
+        let method = HTTPMethod(token: request.method.rawValue.uppercased())
         // The body's own length, and only for a request that has one or whose method defines one (a POST with
         // no body says `Content-Length: 0`, as browsers do; NIO would otherwise frame it chunked).
         let bytes = request.body ?? []
@@ -81,8 +81,8 @@ struct UpstreamRequest: Sendable {
 enum RequestSyntax {
     static func check(_ request: ResourceRequest, url: RequestURL) throws(FetchError) {
         func refuse(_ why: String) -> FetchError { .invalidRequest("\(request.url): \(why)") }
-        guard isToken(request.method) else { throw refuse("the method \(request.method.debugDescription) is not a token") }
-        let method = request.method.uppercased()
+        guard isToken(request.method.rawValue) else { throw refuse("the method \(request.method.rawValue.debugDescription) is not a token") }
+        let method = request.method.rawValue.uppercased()
         if method == "TRACE", !(request.body ?? []).isEmpty { throw refuse("a TRACE request has no body") }
         if method == "CONNECT" { throw refuse("CONNECT asks for a tunnel, which is not fetched") }
         // The host goes into the `Host` field as it is (a wildcard allow-list entry lets any first label through).

@@ -154,7 +154,7 @@ struct RequestTarget: Sendable, Equatable {
 /// One request, copied out of NIO's types once its body has arrived, with its target parsed: what the responder
 /// and the tasks it starts work with.
 struct ServerRequest: Sendable {
-    let method: String
+    let method: RequestMethod
     let target: RequestTarget
     let headers: SatchelCore.HTTPHeaders
     let body: [UInt8]?
@@ -162,7 +162,7 @@ struct ServerRequest: Sendable {
     var keepAlive: Bool
 
     init(head: HTTPRequestHead, target: RequestTarget, body: ByteBuffer?, keepAlive: Bool) {
-        method = head.method.token
+        method = RequestMethod(head.method.token)
         self.target = target
         var headers = SatchelCore.HTTPHeaders(capacity: head.headers.count)
         for (name, value) in head.headers { headers.add(name, value) }
@@ -172,7 +172,7 @@ struct ServerRequest: Sendable {
         self.keepAlive = keepAlive
     }
 
-    init(method: String, target: RequestTarget, headers: SatchelCore.HTTPHeaders, body: [UInt8]? = nil, version: HTTPVersion = .http1_1, keepAlive: Bool = true) {
+    init(method: RequestMethod, target: RequestTarget, headers: SatchelCore.HTTPHeaders, body: [UInt8]? = nil, version: HTTPVersion = .http1_1, keepAlive: Bool = true) {
         self.method = method
         self.target = target
         self.headers = headers

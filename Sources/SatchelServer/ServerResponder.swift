@@ -184,7 +184,7 @@ public final class ServerResponder: Sendable {
     /// How the status page names a package answer.
     /// Logs a request answered from ``EncodedResponseCache`` (the engine's answer, reused).
     func recordReused(target: RequestTarget, status: Int, outcome: AnswerLabel) {
-        record("GET", target, status: status, outcome: outcome, channel: .none, started: ContinuousClock.now)
+        record(.get, target, status: status, outcome: outcome, channel: .none, started: ContinuousClock.now)
     }
 
     /// The request as the engine sees it, with the body dropped when emulating WebKit's loss.
@@ -195,12 +195,12 @@ public final class ServerResponder: Sendable {
         return ResourceRequest(method: request.method, url: url, headers: headers, body: nil)
     }
 
-    private func record(_ method: String, _ target: RequestTarget, status: Int, outcome: AnswerLabel, channel: BodyChannel, started: ContinuousClock.Instant) {
+    private func record(_ method: RequestMethod, _ target: RequestTarget, status: Int, outcome: AnswerLabel, channel: BodyChannel, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         if !target.path.hasPrefix("/_satchel/status") {
             log.record(RequestLog.Record(
-                millisecondsOfDay: RequestLog.millisecondsOfDayNow(), method: method, target: target, secretParameters: redactedParameters,
+                millisecondsOfDay: RequestLog.millisecondsOfDayNow(), method: method.rawValue, target: target, secretParameters: redactedParameters,
                 status: status, outcome: outcome, bodyChannel: channel == .none ? nil : channel.rawValue,
                 milliseconds: (milliseconds * 10).rounded() / 10))
         }
@@ -269,13 +269,13 @@ public final class ServerResponder: Sendable {
 
     // MARK: /_satchel/
 
-    private func satchelEndpoint(method: String, path: String, headers: HTTPHeaders, body: [UInt8]?) async -> ResourceResponse {
+    private func satchelEndpoint(method: RequestMethod, path: String, headers: HTTPHeaders, body: [UInt8]?) async -> ResourceResponse {
         let route = String(path.split(separator: "?", maxSplits: 1)[0])
         switch (method, route) {
-        case ("GET", "/_satchel/hook.js"), ("HEAD", "/_satchel/hook.js"):
+        case (.get, "/_satchel/hook.js"), (.head, "/_satchel/hook.js"):
             // Without the secret: any site can load a script from the server's address.
             return Self.text(200, hookScript(withSecret: false), type: "text/javascript; charset=utf-8")
-        case ("POST", _) where route.hasPrefix("/_satchel/bodies/"):
+        case (.post, _) where route.hasPrefix("/_satchel/bodies/"):
             let id = String(route.dropFirst("/_satchel/bodies/".count))
             let channels = loader.engine.configuration.bodyChannels ?? BodyChannels()
             do {
@@ -295,16 +295,16 @@ public final class ServerResponder: Sendable {
                 }
                 return Self.error(status, error.description)
             }
-        case ("POST", "/_satchel/reports") where reports != nil:
+        case (.post, "/_satchel/reports") where reports != nil:
             do {
                 reports!.append(try DeviceReport.decode(body ?? []), via: "post")
                 return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
             } catch {
                 return Self.error(400, error.description)
             }
-        case ("GET", "/_satchel/status.json"):
+        case (.get, "/_satchel/status.json"):
             return Self.text(200, statusJSON(), type: "application/json; charset=utf-8")
-        case ("GET", "/_satchel/"), ("GET", "/_satchel"):
+        case (.get, "/_satchel/"), (.get, "/_satchel"):
             return Self.text(200, StatusPage.html(packages: (try? store.list()) ?? [], requests: log.recent, configuration: configuration), type: "text/html; charset=utf-8")
         default:
             return Self.error(404, "no such satchel endpoint: \(method) \(route)")

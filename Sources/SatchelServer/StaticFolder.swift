@@ -27,7 +27,7 @@ struct StaticFolder: Sendable {
         let validators = Validators(etag: etag, lastModified: modified, lastModifiedIsStrong: Int64(time(nil)) > modified.secondsSinceEpoch)
         let answer = RepresentationSelection.select(method: request.method, headers: request.headers, validators: validators, size: size).answer(size: size)
         answer.addFraming(to: &headers)
-        guard answer.sendsBody, request.method != "HEAD" else { return ResourceResponse(status: answer.status, headers: headers) }
+        guard answer.sendsBody, request.method != .head else { return ResourceResponse(status: answer.status, headers: headers) }
         guard let region = FileRegion(path: location, offset: answer.offset, length: answer.length) else { return nil }
         return ResourceResponse(status: answer.status, headers: headers, body: .file(region))
     }

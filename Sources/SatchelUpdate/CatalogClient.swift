@@ -124,7 +124,7 @@ public struct CatalogClient: Sendable {
         while true {
             attempt += 1
             do {
-                let response = try await fetcher.fetch(ResourceRequest(method: "GET", url: url, headers: headers), timeouts: timeouts)
+                let response = try await fetcher.fetch(ResourceRequest(method: .get, url: url, headers: headers), timeouts: timeouts)
                 var body: [UInt8] = []
                 for try await chunk in response.body.chunks() {
                     body += chunk

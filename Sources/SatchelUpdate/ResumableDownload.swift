@@ -142,7 +142,7 @@ public struct ResumableDownload: Sendable {
         }
         let response: ResourceResponse
         do {
-            response = try await fetcher.fetch(ResourceRequest(method: "GET", url: target.url, headers: headers), timeouts: timeouts)
+            response = try await fetcher.fetch(ResourceRequest(method: .get, url: target.url, headers: headers), timeouts: timeouts)
         } catch let error as FetchError {
             throw .network(url: target.url, error, attempts: 1)
         } catch is CancellationError {

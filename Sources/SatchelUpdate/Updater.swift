@@ -163,7 +163,7 @@ public struct Updater: Sendable {
         do {
             let url = try fetched.resolve(reference)
             let body = report.canonicalJSON.bytes
-            let request = ResourceRequest(method: "POST", url: url, headers: ["Content-Type": "application/json"], body: body)
+            let request = ResourceRequest(method: .post, url: url, headers: ["Content-Type": "application/json"], body: body)
             let response = try await fetcher.fetch(request, timeouts: options.timeouts)
             for try await _ in response.body.chunks() {}
             return (200..<300).contains(response.status) ? "sent to \(url)" : "\(url) answered HTTP \(response.status)"

@@ -11,7 +11,7 @@ enum NavigationRedirect {
     /// The page replacing `response` for `request`, or nil when `response` is not a redirect of a navigation.
     static func page(for response: ResourceResponse, of request: ResourceRequest) -> ResourceResponse? {
         guard [301, 302, 303, 307, 308].contains(response.status), let location = response.headers["Location"],
-            request.kind.acceptsHTML, ["GET", "POST"].contains(request.method.uppercased())
+            request.kind.acceptsHTML, [.get, .post].contains(RequestMethod(request.method.rawValue.uppercased()))
         else { return nil }
         let target = mappedBack(location, request: request.url)
         let html = "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=\(HTMLText.escaped(target))\">"

@@ -42,7 +42,7 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
             var headers = HTTPHeaders()
             for (name, value) in task.request.allHTTPHeaderFields ?? [:] { headers.add(name, value) }
             request = ResourceRequest(
-                method: task.request.httpMethod ?? "GET", url: task.request.url?.absoluteString ?? "", headers: headers,
+                method: task.request.httpMethod.map { RequestMethod($0) } ?? .get, url: task.request.url?.absoluteString ?? "", headers: headers,
                 body: task.request.httpBody.map { Array($0) })
         }
 

@@ -32,14 +32,14 @@ public final class URLSessionFetcher: NetworkFetcher {
     public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         guard let url = URL(string: request.url) else { throw FetchError.unsupportedURL(request.url) }
         var urlRequest = URLRequest(url: url)
-        urlRequest.httpMethod = request.method
+        urlRequest.httpMethod = request.method.rawValue
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
-        if let body = request.body, !body.isEmpty || request.method != "GET" { urlRequest.httpBody = Data(body) }
+        if let body = request.body, !body.isEmpty || request.method != .get { urlRequest.httpBody = Data(body) }
         #if canImport(FoundationNetworking)
         // FoundationNetworking gives every POST without a Content-Type "application/x-www-form-urlencoded", so an
         // origin would see a type the page never sent (an XHR of an ArrayBuffer has none; the browser test caught
         // it). A blank value stops that, and libcurl sends no header whose value is blank.
-        if request.method.uppercased() == "POST", !request.headers.contains("Content-Type") {
+        if RequestMethod(request.method.rawValue.uppercased()) == .post, !request.headers.contains("Content-Type") {
             urlRequest.setValue(" ", forHTTPHeaderField: "Content-Type")
         }
         #endif

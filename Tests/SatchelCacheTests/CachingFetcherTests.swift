@@ -38,7 +38,7 @@ final class CacheFixture: @unchecked Sendable {
 
     func url(_ path: String) -> String { origin.base + path }
 
-    func get(_ path: String, _ fields: [(String, String)] = [], method: String = "GET") async throws -> Answer {
+    func get(_ path: String, _ fields: [(String, String)] = [], method: RequestMethod = .get) async throws -> Answer {
         let response = try await fetcher.fetch(ResourceRequest(method: method, url: url(path), headers: HTTPHeaders(fields)), timeouts: FetchTimeouts())
         return Answer(status: response.status, headers: response.headers, body: try await response.body.collect())
     }

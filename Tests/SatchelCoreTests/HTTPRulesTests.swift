@@ -244,7 +244,7 @@ struct RepresentationSelectionTests {
 
     @Test("If-None-Match wins over Range; If-Range gates Range; HEAD ignores Range; several ranges send everything")
     func selection() {
-        func select(_ headers: HTTPHeaders, method: String = "GET") -> RepresentationSelection {
+        func select(_ headers: HTTPHeaders, method: RequestMethod = .get) -> RepresentationSelection {
             RepresentationSelection.select(method: method, headers: headers, validators: Validators(etag: etag), size: 100)
         }
         #expect(select(["If-None-Match": etag, "Range": "bytes=0-9"]) == .notModified)
@@ -302,7 +302,7 @@ struct PreconditionTests {
     func outcomes(method: String, fields: [String: String], expected: Preconditions.Outcome) {
         let headers = HTTPHeaders(fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         let validators = Validators(etag: Self.etag, lastModified: Self.modified)
-        #expect(Preconditions.evaluate(method: method, headers: headers, validators: validators) == expected, "\(method) \(fields)")
+        #expect(Preconditions.evaluate(method: RequestMethod(method), headers: headers, validators: validators) == expected, "\(method) \(fields)")
     }
 
     @Test("a representation that does not exist: If-Match * fails, If-None-Match * holds")

@@ -55,7 +55,7 @@ func text(_ string: String) -> [UInt8] { Array(string.utf8) }
 func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
 
 extension ResourceEngine {
-    func get(_ url: String, _ headers: HTTPHeaders = HTTPHeaders(), method: String = "GET") async -> EngineResult {
+    func get(_ url: String, _ headers: HTTPHeaders = HTTPHeaders(), method: RequestMethod = .get) async -> EngineResult {
         await handle(ResourceRequest(method: method, url: url, headers: headers))
     }
 }

@@ -76,7 +76,7 @@ struct FallbackTests {
         defer { origin.stop() }
         try await withTemporaryFolder { folder async throws in
             let loader = try loader(folder, origin: origin)
-            for method in ["POST", "PUT"] {
+            for method in [RequestMethod.post, .put] {
                 let (response, outcome, _) = (await loader.respond(to: ResourceRequest(method: method, url: "satchel://m.shop.com/echo", body: [0, 1, 2, 255]))).parts
                 #expect(outcome == .network)
                 let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await response.body.collect()))

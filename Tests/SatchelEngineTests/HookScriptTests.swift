@@ -60,7 +60,7 @@ struct HookScriptTests {
             var headers = HTTPHeaders()
             for pair in sent.headers { headers.add(pair[0], pair[1]) }
             // What WebKit hands native code: the request without its body.
-            let request = ResourceRequest(method: sent.method ?? "POST", url: sent.url, headers: headers)
+            let request = ResourceRequest(method: RequestMethod(sent.method ?? "POST"), url: sent.url, headers: headers)
             // The JavaScript HMAC-SHA256 must agree with swift-crypto's, or every body is refused here.
             let (restored, channel) = try restorer.restore(request, takeStoredBody: { store.removeValue(forKey: $0) }, proof: check)
             channels[sent.label] = channel
@@ -129,7 +129,7 @@ struct HookScriptTests {
         for sent in requests {
             var headers = HTTPHeaders()
             for pair in sent.headers { headers.add(pair[0], pair[1]) }
-            let request = ResourceRequest(method: sent.method ?? "POST", url: sent.url, headers: headers)
+            let request = ResourceRequest(method: RequestMethod(sent.method ?? "POST"), url: sent.url, headers: headers)
             var taken = 0
             let take: (String) -> StoredBody? = { _ in taken += 1; return StoredBody(bytes: []) }
             func refused(_ request: ResourceRequest, _ check: BodyProofCheck, _ what: String) {

@@ -287,7 +287,7 @@ struct NIOFetcherTests {
 
 extension NIOFetcherTests {
     /// A fetch made on `loop`, so that consecutive fetches share that loop's pool.
-    func fetch(_ url: String, method: String = "GET", on loop: any EventLoop) async throws -> ResourceResponse {
+    func fetch(_ url: String, method: RequestMethod = .get, on loop: any EventLoop) async throws -> ResourceResponse {
         try await NIOFetcher.withPreferredEventLoop(loop) {
             try await fetcher.fetch(ResourceRequest(method: method, url: url), timeouts: FetchTimeouts())
         }

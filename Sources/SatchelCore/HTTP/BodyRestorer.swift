@@ -165,7 +165,7 @@ public struct BodyRestorer: Sendable {
             default:
                 throw .malformedEncoding(channel: .header, reason: "unknown encoding \(encoding.debugDescription)")
             }
-            result.method = originalMethod ?? Self.restoredMethod(request.method)
+            result.method = originalMethod.map { RequestMethod($0) } ?? Self.restoredMethod(request.method)
             if let originalType { result.headers.set("Content-Type", originalType) }
         case .formQuery:
             guard formValues.count == 1 else { throw .malformedEncoding(channel: .formQuery, reason: "\(channels.queryParameter) appears \(formValues.count) times") }
@@ -173,7 +173,7 @@ public struct BodyRestorer: Sendable {
             result.body = try Self.percentDecode(formValues[0], channel: .formQuery, requireUTF8: true)
             query.remove(channels.queryParameter)
             result.url = Self.replacingQuery(of: request.url, with: query)
-            result.method = "POST"
+            result.method = .post
             result.headers.set("Content-Type", "application/x-www-form-urlencoded")
         case .bodyStore:
             let ids = (idFromHeader.map { [$0] } ?? []) + idFromQuery.map { String($0) }
@@ -184,7 +184,7 @@ public struct BodyRestorer: Sendable {
             try Self.verify(proof, idFromHeader != nil ? proofFromHeader : proofFromQuery, channel: .bodyStore, binding: id)
             guard let stored = takeStoredBody(id) else { throw .bodyLost(channel: .bodyStore, id: id) }
             result.body = stored.bytes
-            result.method = originalMethod ?? stored.method ?? Self.restoredMethod(request.method)
+            result.method = (originalMethod ?? stored.method).map { RequestMethod($0) } ?? Self.restoredMethod(request.method)
             if let type = originalType ?? stored.contentType { result.headers.set("Content-Type", type) }
             if !idFromQuery.isEmpty || proofFromQuery != nil {
                 query.remove(channels.bodyIDParameter)
@@ -210,9 +210,9 @@ public struct BodyRestorer: Sendable {
 
     /// WebKit keeps the method of an intercepted POST; a hook that had to turn it into a GET (forms) is
     /// restored to POST.
-    static func restoredMethod(_ method: String) -> String {
-        let upper = method.uppercased()
-        return upper == "GET" || upper == "HEAD" ? "POST" : upper
+    static func restoredMethod(_ method: RequestMethod) -> RequestMethod {
+        let upper = RequestMethod(method.rawValue.uppercased())
+        return upper.readsRepresentation ? .post : upper
     }
 
     /// `decodeURIComponent`, strictly: every `%` starts two hex digits, and (for text) the result is UTF-8.

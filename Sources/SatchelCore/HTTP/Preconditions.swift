@@ -28,8 +28,8 @@ public enum Preconditions {
 
     /// Steps 1 to 4 of RFC 9110 §13.2.2 for a request whose target has a current representation (`exists`) with
     /// `validators`. Step 5, `If-Range`, gates a range: ``ifRangeHolds(_:validators:)``.
-    public static func evaluate(method: String, headers: HTTPHeaders, validators: Validators, exists: Bool = true) -> Outcome {
-        let safe = method == "GET" || method == "HEAD"
+    public static func evaluate(method: RequestMethod, headers: HTTPHeaders, validators: Validators, exists: Bool = true) -> Outcome {
+        let safe = method.readsRepresentation
         // 1. If-Match; 2. otherwise If-Unmodified-Since.
         if let ifMatch = headers[.ifMatch] {
             if !ifMatchHolds(ifMatch, validators: validators, exists: exists) { return .preconditionFailed }

@@ -13,14 +13,14 @@ public enum RepresentationSelection: Equatable, Sendable {
     /// 200 with the whole representation (no Range, an ignored one, or several ranges).
     case full
 
-    public static func select(method: String, headers: HTTPHeaders, validators: Validators, size: Int64) -> RepresentationSelection {
+    public static func select(method: RequestMethod, headers: HTTPHeaders, validators: Validators, size: Int64) -> RepresentationSelection {
         switch Preconditions.evaluate(method: method, headers: headers, validators: validators) {
         case .notModified: return .notModified
         case .preconditionFailed: return .preconditionFailed
         case .proceed: break
         }
         // Range applies to GET only (RFC 9110 §14.2); a failed If-Range means the whole body.
-        guard method == "GET", let value = headers[.range], let parsed = RangeRequest.parse(value),
+        guard method == .get, let value = headers[.range], let parsed = RangeRequest.parse(value),
             headers[.ifRange].map({ Preconditions.ifRangeHolds($0, validators: validators) }) ?? true
         else { return .full }
         let ranges = parsed.resolve(against: size)

@@ -2,7 +2,7 @@
 /// carry one, a body. No platform type appears here, so the same request reaches the engine from
 /// `WKURLSchemeHandler`, from SwiftNIO or from a test.
 public struct ResourceRequest: Sendable, Equatable {
-    public var method: String
+    public var method: RequestMethod
     /// The absolute URL as received, e.g. `satchel://m.shop.com/app/index.html?x=1`.
     public var url: String
     public var headers: HTTPHeaders
@@ -11,7 +11,7 @@ public struct ResourceRequest: Sendable, Equatable {
     /// request to the fetcher, never on the wire.
     public var cachePolicy: RequestCachePolicy?
 
-    public init(method: String = "GET", url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil, cachePolicy: RequestCachePolicy? = nil) {
+    public init(method: RequestMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil, cachePolicy: RequestCachePolicy? = nil) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -108,7 +108,7 @@ public enum CacheRules {
 
     /// Whether a response to `request` may be stored (§3), and if not why.
     public static func storability(request: ResourceRequest, status: Int, headers: HTTPHeaders, mode: CacheMode) -> StoreDecision {
-        guard request.method == "GET" else { return .dontStore("method \(request.method)") }
+        guard request.method == .get else { return .dontStore("method \(request.method)") }
         guard status >= 200 else { return .dontStore("interim status") }
         let requestCC = CacheControl(request.headers)
         if requestCC.has("no-store") { return .dontStore("request no-store") }
@@ -381,8 +381,8 @@ public enum CacheRules {
 
     /// The URLs an answer to an unsafe request invalidates (§4.4): the target, and the `Location` and
     /// `Content-Location` URLs on its host, when the answer is not an error.
-    public static func invalidatedURLs(method: String, url: String, status: Int, headers: HTTPHeaders) -> [String] {
-        guard !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), (200...399).contains(status) else { return [] }
+    public static func invalidatedURLs(method: RequestMethod, url: String, status: Int, headers: HTTPHeaders) -> [String] {
+        guard !method.isSafe, (200...399).contains(status) else { return [] }
         var urls = [url]
         guard let target = RequestURL(url) else { return urls }
         for name in ["Location", "Content-Location"] {

@@ -169,7 +169,7 @@ public enum CookieRules {
     /// sends `Origin` with cross-origin fetches and with non-GET requests, never with a GET navigation). Sites are
     /// compared by ``site(of:)``.
     public static func siteContext(of request: ResourceRequest, for url: CookieURL) -> SiteContext {
-        let safe = request.method == "GET" || request.method == "HEAD"
+        let safe = request.method.readsRepresentation
         let kind = request.kind
         if let fetchSite = kind.site {
             guard fetchSite == "cross-site" else { return .sameSite }

@@ -29,7 +29,7 @@ public enum PageCookies {
 
     /// The cookie request `request` is, or nil when it is not one (another path, or not a GET).
     public static func request(_ request: ResourceRequest, proofHeader: String) -> Request? {
-        guard request.method == "GET", let url = RequestURL(request.url), url.rawPath == path else { return nil }
+        guard request.method == .get, let url = RequestURL(request.url), url.rawPath == path else { return nil }
         func decoded(_ text: Substring) -> String? { (try? PercentDecoding.decode(text)).map { String(decoding: $0, as: UTF8.self) } }
         // The path as location.pathname gives it (still percent-encoded), sent through encodeURIComponent.
         let documentPath = url.query.map(QueryString.init)?.values("path").first.flatMap(decoded) ?? "/"

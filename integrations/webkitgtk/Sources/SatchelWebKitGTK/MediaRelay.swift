@@ -117,7 +117,7 @@ public final class MediaRelay: @unchecked Sendable {
                 headers.add(field, String(cString: value))
             }
         }
-        let task = RelayTask(request: ResourceRequest(method: method, url: url, headers: headers), message: message, driver: driver)
+        let task = RelayTask(request: ResourceRequest(method: RequestMethod(method), url: url, headers: headers), message: message, driver: driver)
         driver.start(task)
     }
 
@@ -183,7 +183,7 @@ final class RelayTask: SchemeTask, @unchecked Sendable {
             default: soup_message_headers_append(headers, field.name, field.value)
             }
         }
-        if request.method == "HEAD" {
+        if request.method == .head {
             // No body follows; the length is the one a GET would have.
             if let length = head.headers["Content-Length"].flatMap({ goffset($0) }) { soup_message_headers_set_content_length(headers, length) }
         } else if let length = head.bodyLength {

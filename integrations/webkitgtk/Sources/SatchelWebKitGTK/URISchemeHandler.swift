@@ -55,9 +55,9 @@ public final class URISchemeHandler: @unchecked Sendable {
 
     /// The 400 for a request whose body no hook channel carries (see the type's documentation), or nil.
     func refusal(for request: ResourceRequest) -> ResourceResponse? {
-        let method = request.method.uppercased()
+        let method = RequestMethod(request.method.rawValue.uppercased())
         let channels = driver.loader.engine.configuration.bodyChannels ?? BodyChannels()
-        guard !["GET", "HEAD", "OPTIONS"].contains(method), BodyRestorer(channels: channels).claimedChannels(request).isEmpty else { return nil }
+        guard !(method.readsRepresentation || method == .options), BodyRestorer(channels: channels).claimedChannels(request).isEmpty else { return nil }
         let reason =
             "request body not read: WebKitGTK cannot say whether this \(method)'s body is safe to read natively (a Blob or File body crashes the process), and no Satchel hook channel carries it; inject the hook (--inject-hook)"
         return .error(400, reason)
@@ -77,6 +77,6 @@ public final class URISchemeHandler: @unchecked Sendable {
                 if let name, let value { headers.add(String(cString: name), String(cString: value)) }
             }
         }
-        return ResourceRequest(method: method.uppercased(), url: url, headers: headers)
+        return ResourceRequest(method: RequestMethod(method.uppercased()), url: url, headers: headers)
     }
 }
