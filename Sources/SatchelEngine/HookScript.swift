@@ -36,9 +36,15 @@ public enum HookScript {
         /// How long a bridge call waits for its answer.
         public var bridgeTimeout: Duration
 
+        /// Where the local server's body store takes bodies (`POST <endpoint><id>`): the hook posts there and the
+        /// server routes it, both from this one value.
+        public static let defaultBodyEndpoint = "/_satchel/bodies/"
+        /// The web view's script message handler for bodies, unless the app names another.
+        public static let defaultMessageHandler = "satchelBody"
+
         public init(
             channels: BodyChannels = BodyChannels(), origins: [String] = [], headerThreshold: Int = 8 << 10,
-            bodyEndpoint: String = "/_satchel/bodies/", messageHandler: String = "satchelBody", proofSecret: BodyProofSecret? = nil,
+            bodyEndpoint: String = Self.defaultBodyEndpoint, messageHandler: String = Self.defaultMessageHandler, proofSecret: BodyProofSecret? = nil,
             cookieEndpoint: String? = nil, bridgeHandler: String? = nil, bridgeTimeout: Duration = .seconds(30)
         ) {
             self.cookieEndpoint = cookieEndpoint

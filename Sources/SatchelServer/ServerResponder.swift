@@ -70,7 +70,7 @@ public final class ServerResponder: Sendable {
             let path = target.path
             // One byte comparison rules out every endpoint for nearly all requests (the checks below compare strings).
             if path.utf8.starts(with: "/_satchel".utf8) {
-                if path.hasPrefix("/_satchel/bodies/") { return .endpoint }
+                if path.hasPrefix(HookScript.Configuration.defaultBodyEndpoint) { return .endpoint }
                 // Device reports arrive through a CDN, under whatever Host it forwards; the endpoint only appends.
                 if path == "/_satchel/reports", reports != nil { return .endpoint }
                 // The status page and the hook answer on the server's own address only: under a host a package or
@@ -275,8 +275,8 @@ public final class ServerResponder: Sendable {
         case (.get, "/_satchel/hook.js"), (.head, "/_satchel/hook.js"):
             // Without the secret: any site can load a script from the server's address.
             return Self.text(200, hookScript(withSecret: false), type: "text/javascript; charset=utf-8")
-        case (.post, _) where route.hasPrefix("/_satchel/bodies/"):
-            let id = String(route.dropFirst("/_satchel/bodies/".count))
+        case (.post, _) where route.hasPrefix(HookScript.Configuration.defaultBodyEndpoint):
+            let id = String(route.dropFirst(HookScript.Configuration.defaultBodyEndpoint.count))
             let channels = loader.engine.configuration.bodyChannels ?? BodyChannels()
             do {
                 // The same proof as a restored body's, bound to the id: only the app's hook can fill the store.

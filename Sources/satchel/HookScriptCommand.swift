@@ -18,9 +18,9 @@ extension Satchel {
         @Option(help: "Query parameter that carries small urlencoded forms.")
         var queryParameter: String = "POST_DATA"
         @Option(help: "The local server's body store path.")
-        var bodyEndpoint: String = "/_satchel/bodies/"
+        var bodyEndpoint: String = HookScript.Configuration.defaultBodyEndpoint
         @Option(help: "The web view's script message handler name.")
-        var messageHandler: String = "satchelBody"
+        var messageHandler: String = HookScript.Configuration.defaultMessageHandler
         @Option(help: "The engine's body-proof secret for this launch (base64url, BodyProofSecret.text): the hook proves every body it moves with it.")
         var proofSecret: String?
         @Flag(help: "A hook without proofs, for an engine that accepts unproven bodies (any page content can then forge body-bearing requests).")

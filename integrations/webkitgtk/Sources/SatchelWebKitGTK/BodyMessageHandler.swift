@@ -10,7 +10,7 @@ public final class BodyMessageHandler: @unchecked Sendable {
     public let store: BodyStore
     public let name: String
 
-    public init(store: BodyStore, name: String = "satchelBody") {
+    public init(store: BodyStore, name: String = HookScript.Configuration.defaultMessageHandler) {
         self.store = store
         self.name = name
     }

@@ -85,7 +85,7 @@ public final class SatchelWebContext: @unchecked Sendable {
         // and provides document.cookie and window.satchel on the app's pages.
         let pageSetup = PageSetup(hook: hook, engine: engine)
         self.pageSetup = pageSetup
-        bodies = BodyMessageHandler(store: engine.bodyStore, name: pageSetup?.bodyHandlerName ?? HookScript.Configuration().messageHandler)
+        bodies = BodyMessageHandler(store: engine.bodyStore, name: pageSetup?.bodyHandlerName ?? HookScript.Configuration.defaultMessageHandler)
         let bridge = AppBridge(proofCheck: engine.proofCheck)
         self.bridge = bridge
         appOrigins = pageSetup?.origins ?? []
