@@ -6,8 +6,8 @@ import WebKit
 /// `WKHTTPCookieStore` (a `WKWebsiteDataStore`'s) as the ``CookieStore`` of the app's ``AppCookieJar``: the cookies
 /// the web view's own http(s) loads see are the jar's. Every call is made on the main actor, where WebKit wants it.
 ///
-/// `HTTPCookie` keeps no creation time: cookies read back have `created` 0. A cookie without `SameSite` is stored
-/// without a policy and read back as `Lax`, which is how it is enforced anyway.
+/// `HTTPCookie` keeps no creation time: cookies read back have `created` 0. SameSite maps both ways as Apple documents
+/// it (``FoundationSameSite``): no policy is None, sent cross-site.
 public final class WKCookieStoreAdapter: CookieStore, @unchecked Sendable {
     public let store: WKHTTPCookieStore
 
@@ -47,20 +47,21 @@ public final class WKCookieStoreAdapter: CookieStore, @unchecked Sendable {
     }
 
     static func cookie(from cookie: HTTPCookie) -> Cookie {
-        let sameSite: Cookie.SameSite =
+        let policy: FoundationSameSite.Policy =
             switch cookie.sameSitePolicy {
-            case HTTPCookieStringPolicy.sameSiteStrict: .strict
-            case HTTPCookieStringPolicy.sameSiteLax: .lax
-            default: .lax
+            case HTTPCookieStringPolicy.sameSiteStrict?: .strict
+            case HTTPCookieStringPolicy.sameSiteLax?: .lax
+            default: .absent
             }
+        let sameSite = FoundationSameSite.sameSite(for: policy)
         return Cookie(
             name: cookie.name, value: cookie.value, domain: cookie.domain.hasPrefix(".") ? String(cookie.domain.dropFirst()) : cookie.domain,
             hostOnly: !cookie.domain.hasPrefix("."), path: cookie.path, expires: cookie.expiresDate?.timeIntervalSince1970, secure: cookie.isSecure,
             httpOnly: cookie.isHTTPOnly, sameSite: sameSite)
     }
 
-    /// Foundation has no SameSite=None policy value: such a cookie is stored without one (WebKit then applies its
-    /// default), which the jar's own rules already enforce for Satchel's requests.
+    /// Foundation has no SameSite=None policy value: such a cookie is stored without one, which Apple documents as
+    /// sent cross-site.
     static func httpCookie(_ cookie: Cookie) -> HTTPCookie? {
         var properties: [HTTPCookiePropertyKey: Any] = [
             .name: cookie.name, .value: cookie.value, .domain: cookie.hostOnly ? cookie.domain : "." + cookie.domain, .path: cookie.path,
@@ -68,10 +69,10 @@ public final class WKCookieStoreAdapter: CookieStore, @unchecked Sendable {
         if let expires = cookie.expires { properties[.expires] = Date(timeIntervalSince1970: expires) }
         if cookie.secure { properties[.secure] = "TRUE" }
         if cookie.httpOnly { properties[HTTPCookiePropertyKey("HttpOnly")] = "TRUE" }
-        switch cookie.sameSite {
+        switch FoundationSameSite.policy(for: cookie.sameSite) {
         case .strict: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteStrict
-        case .lax, .unspecified: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteLax
-        case .none: break
+        case .lax: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteLax
+        case .absent: break
         }
         return HTTPCookie(properties: properties)
     }
