@@ -53,10 +53,13 @@ public final class SatchelWebViews {
     ///   - ephemeral: a data store that keeps nothing on disk (cookies included).
     ///   - terminate: what to do with a view whose page stopped answering (Apple's WebKit cannot terminate a web
     ///     process); nil turns the heartbeat off (see ``WebContentRecovery``).
+    /// - Throws: ``CustomSchemeError`` for a custom scheme WebKit handles itself (registering it would raise an
+    ///   Objective-C exception and end the app).
     public init(
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher, hook: HookScript.Configuration?, ephemeral: Bool = false,
         recovery configuration: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), terminate: ((WKWebView) -> Void)? = nil
-    ) {
+    ) throws(CustomSchemeError) {
+        try CustomSchemeCheck.check(engine.configuration.customSchemes) { WKWebView.handlesURLScheme($0) }
         self.engine = engine
         dataStore = ephemeral ? WKWebsiteDataStore.nonPersistent() : WKWebsiteDataStore.default()
         processPool = WKProcessPool()

@@ -18,6 +18,8 @@ open class WKWebView: NSObject {
     }
 
     open var configuration: WKWebViewConfiguration
+    /// WKWebView.h: `+ (BOOL)handlesURLScheme:(NSString *)urlScheme` (macOS 10.13, iOS 11.0).
+    open class func handlesURLScheme(_ urlScheme: String) -> Bool { false }
     open weak var navigationDelegate: (any WKNavigationDelegate)?
     open var url: URL? { nil }
 

@@ -40,7 +40,7 @@ final class OfflinePages {
         // One HTTP stack for pages and updates; misses go through the app's private HTTP cache.
         let fetcher = URLSessionFetcher()
         let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(customSchemes: ["satchel"]))
-        webViews = SatchelWebViews(
+        webViews = try SatchelWebViews(
             engine: engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")]), fetcher: fetcher,
             hook: HookScript.Configuration(origins: ["satchel://m.shop.com"]))
         updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
