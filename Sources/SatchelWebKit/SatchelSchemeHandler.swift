@@ -30,41 +30,42 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
         driver.stop(ObjectIdentifier(urlSchemeTask))
     }
 
-    /// Wraps a `WKURLSchemeTask`. WebKit's task is main-actor isolated; the driver calls the adapter on its executor,
-    /// which here is the main queue, so each call asserts that isolation (`MainActor.assumeIsolated` traps if not).
+    /// Wraps a `WKURLSchemeTask`. The protocol is not main-actor (WKURLSchemeTask.h carries no UI-actor annotation:
+    /// its methods may be called from any thread, WebKit hops to the main run loop inside), so the driver calls it on
+    /// its own executor, whichever queue the app gave it, with nothing to assert.
     final class TaskAdapter: SchemeTask, @unchecked Sendable {
         let task: any WKURLSchemeTask
         let request: ResourceRequest
 
-        @MainActor
         init(_ task: any WKURLSchemeTask) {
             self.task = task
+            let sent = task.request
             var headers = HTTPHeaders()
-            for (name, value) in task.request.allHTTPHeaderFields ?? [:] { headers.add(name, value) }
+            for (name, value) in sent.allHTTPHeaderFields ?? [:] { headers.add(name, value) }
+            // The body WebKit delivered, if any (httpBody or httpBodyStream); what it dropped comes through the hook.
+            let body = try? DeliveredBody.read(body: sent.httpBody, stream: sent.httpBodyStream)
             request = ResourceRequest(
-                method: task.request.httpMethod.map { RequestMethod($0) } ?? .get, url: task.request.url?.absoluteString ?? "", headers: headers,
-                body: task.request.httpBody.map { Array($0) })
+                method: sent.httpMethod.map { RequestMethod($0) } ?? .get, url: sent.url?.absoluteString ?? "", headers: headers,
+                body: body ?? nil)
         }
 
         func didReceive(_ head: ResponseHead) {
-            MainActor.assumeIsolated {
-                // HTTPURLResponse holds one value per name: repeated fields are joined with ", " (the driver has
-                // already taken Set-Cookie out, into the app's cookie jar).
-                var fields: [String: String] = [:]
-                for field in head.headers { fields[field.name] = fields[field.name].map { $0 + ", " + field.value } ?? field.value }
-                let url = task.request.url ?? URL(string: "about:blank")!
-                let response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: fields)!
-                task.didReceive(response)
-            }
+            // HTTPURLResponse holds one value per name: repeated fields are joined with ", " (the driver has
+            // already taken Set-Cookie out, into the app's cookie jar).
+            var fields: [String: String] = [:]
+            for field in head.headers { fields[field.name] = fields[field.name].map { $0 + ", " + field.value } ?? field.value }
+            let url = task.request.url ?? URL(string: "about:blank")!
+            let response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: fields)!
+            task.didReceive(response)
         }
 
         // WebKit copies the bytes at once: ready for the next chunk straight away.
         func didReceive(_ data: [UInt8], ready: @escaping @Sendable () -> Void) {
-            MainActor.assumeIsolated { task.didReceive(Data(data)) }
+            task.didReceive(Data(data))
             ready()
         }
-        func didFinish() { MainActor.assumeIsolated { task.didFinish() } }
-        func didFail(_ error: any Error) { MainActor.assumeIsolated { task.didFailWithError(error) } }
+        func didFinish() { task.didFinish() }
+        func didFail(_ error: any Error) { task.didFailWithError(error) }
     }
 }
 

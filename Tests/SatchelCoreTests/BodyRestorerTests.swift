@@ -38,6 +38,26 @@ struct BodyRestorerTests {
         #expect(restored.headers["X-Satchel-Content-Type"] == nil)
     }
 
+    @Test("a body WebKit delivered and the hook carried too is one body: kept when equal, refused (400) when they differ; a delivered body alone passes")
+    func deliveredAndCarried() throws {
+        let json = #"{"qty":2}"#
+        var both = ResourceRequest(method: "POST", url: "satchel://m.shop.com/api/cart", headers: ["X-Satchel-Body": encodeURIComponent(json)])
+        both.body = Array(json.utf8)
+        let (restored, channel) = try restorer.restore(both, takeStoredBody: none, proof: nil)
+        #expect(channel == .header && restored.body == Array(json.utf8) && restored.headers["Content-Length"] == String(json.utf8.count))
+
+        var differ = both
+        differ.body = Array(#"{"qty":3}"#.utf8)
+        #expect(throws: BodyRestorationError.deliveredBodyDiffers(channel: .header, delivered: 9, carried: 9)) {
+            try restorer.restore(differ, takeStoredBody: none, proof: nil)
+        }
+        #expect(BodyRestorationError.deliveredBodyDiffers(channel: .header, delivered: 9, carried: 9).status == 400)
+
+        let delivered = ResourceRequest(method: "POST", url: "satchel://m.shop.com/api/cart", body: Array(json.utf8))
+        let (alone, aloneChannel) = try restorer.restore(delivered, takeStoredBody: none, proof: nil)
+        #expect(aloneChannel == .none && alone.body == Array(json.utf8))
+    }
+
     @Test("the keepalive marker never reaches the network, with a body channel or without one")
     func keepaliveMarker() throws {
         let beacon = ResourceRequest(method: "POST", url: "satchel://h.example/log", headers: ["X-Satchel-Body": "hi", "X-Satchel-Keepalive": "1"])

@@ -88,13 +88,16 @@ public enum BodyRestorationError: Error, Equatable, Sendable, CustomStringConver
     case conflictingChannels([BodyChannel])
     /// The request claims a body without a valid proof that this launch's hook moved it (``BodyProof``).
     case unproven(channel: BodyChannel, reason: String)
+    /// WebKit delivered a body with the request (recent WebKit does for some fetch, XHR and form bodies) and the hook
+    /// carried one too, and they differ: neither can be trusted to be the page's.
+    case deliveredBodyDiffers(channel: BodyChannel, delivered: Int, carried: Int)
 
     /// 400 for a malformed or lost body, 413 for one over a limit, 403 for one whose origin is not proven.
     public var status: Int {
         switch self {
         case .tooLarge: 413
         case .unproven: 403
-        case .malformedEncoding, .bodyLost, .conflictingChannels: 400
+        case .malformedEncoding, .bodyLost, .conflictingChannels, .deliveredBodyDiffers: 400
         }
     }
 
@@ -105,6 +108,8 @@ public enum BodyRestorationError: Error, Equatable, Sendable, CustomStringConver
         case .tooLarge(let channel, let bytes, let limit): "body too large for the \(channel.rawValue) channel: \(bytes) bytes, limit \(limit); use the body store"
         case .conflictingChannels(let channels): "one request claims a body through several channels: \(channels.map(\.rawValue).joined(separator: ", "))"
         case .unproven(let channel, let reason): "refused: a body claimed through the \(channel.rawValue) channel without proof that the app's hook sent it: \(reason)"
+        case .deliveredBodyDiffers(let channel, let delivered, let carried):
+            "the body WebKit delivered (\(delivered) bytes) differs from the one the \(channel.rawValue) channel carried (\(carried) bytes)"
         }
     }
 }
@@ -192,6 +197,10 @@ public struct BodyRestorer: Sendable {
             }
         case .none:
             break
+        }
+        // A body WebKit delivered and the hook also carried is one body, checked equal, never sent twice or swapped.
+        if let delivered = request.body, !delivered.isEmpty, channel != .none, result.body != delivered {
+            throw .deliveredBodyDiffers(channel: channel, delivered: delivered.count, carried: result.body?.count ?? 0)
         }
         result.headers.set("Content-Length", String(result.body?.count ?? 0))
         return (result, channel)

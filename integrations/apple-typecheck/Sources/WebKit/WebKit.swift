@@ -79,7 +79,7 @@ public protocol WKURLSchemeHandler: NSObjectProtocol {
     func webView(_ webView: WKWebView, stop urlSchemeTask: any WKURLSchemeTask)
 }
 
-@MainActor
+// Not main-actor: WKURLSchemeTask.h carries no WK_SWIFT_UI_ACTOR (webkit-facts.json).
 public protocol WKURLSchemeTask: NSObjectProtocol {
     var request: URLRequest { get }
     func didReceive(_ response: URLResponse)
