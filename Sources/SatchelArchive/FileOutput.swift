@@ -12,33 +12,38 @@ package final class FileOutput {
     package private(set) var descriptor: Int32
 
     /// Creates `path`, which must not exist yet (O_EXCL), with mode 0644.
-    package init(creating path: String) throws {
+    package init(creating path: String) throws(ArchiveError) {
         self.path = path
         // Read-write: the zip writer reads its directory back to correct the entry times.
         descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if descriptor < 0 { throw ArchiveError.io(operation: "create", path: path, errno: errno) }
+        if descriptor < 0 { throw .io(operation: "create", path: path, errno: errno) }
     }
 
-    package func write(_ buffer: UnsafeRawBufferPointer) throws {
-        if let code = POSIXIO.writeAll(buffer, to: descriptor) { throw ArchiveError.io(operation: "write", path: path, errno: code) }
+    package func write(_ buffer: UnsafeRawBufferPointer) throws(ArchiveError) {
+        if let code = POSIXIO.writeAll(buffer, to: descriptor) { throw .io(operation: "write", path: path, errno: code) }
+    }
+
+    package func write(_ bytes: [UInt8]) throws(ArchiveError) {
+        if let code = POSIXIO.writeAll(bytes, to: descriptor) { throw .io(operation: "write", path: path, errno: code) }
     }
 
     /// Overwrites bytes already written, at `offset`.
-    package func write(_ bytes: [UInt8], at offset: Int64) throws {
-        let written = bytes.withUnsafeBytes { POSIXIO.pwrite(descriptor, $0.baseAddress!, $0.count, offset) }
-        if written != bytes.count { throw ArchiveError.io(operation: "write", path: path, errno: written < 0 ? errno : EIO) }
+    package func write(_ bytes: [UInt8], at offset: Int64) throws(ArchiveError) {
+        if let code = bytes.withUnsafeBytes({ POSIXIO.writeAll($0, to: descriptor, at: offset) }) {
+            throw .io(operation: "write", path: path, errno: code)
+        }
     }
 
     /// Flushes to stable storage and closes.
-    package func close(sync: Bool) throws {
+    package func close(sync: Bool) throws(ArchiveError) {
         guard descriptor >= 0 else { return }
         defer { descriptor = -1 }
         if sync, fsync(descriptor) != 0 {
             let code = errno
             _ = POSIXIO.close(descriptor)
-            throw ArchiveError.io(operation: "fsync", path: path, errno: code)
+            throw .io(operation: "fsync", path: path, errno: code)
         }
-        if POSIXIO.close(descriptor) != 0 { throw ArchiveError.io(operation: "close", path: path, errno: errno) }
+        if POSIXIO.close(descriptor) != 0 { throw .io(operation: "close", path: path, errno: errno) }
     }
 
     deinit {

@@ -40,7 +40,7 @@ public final class ZipWriter {
     /// Creates `path`, which must not exist.
     public init(creating path: String) throws(ArchiveError) {
         self.path = path
-        do { output = try FileOutput(creating: path) } catch { throw (error as? ArchiveError) ?? .io(operation: "create", path: path, errno: EIO) }
+        output = try FileOutput(creating: path)
         buffer.reserveCapacity(Self.bufferSize + 64 << 10)
     }
 
@@ -190,7 +190,7 @@ public final class ZipWriter {
         end.u16(0)
         try append(end)
         try flush()
-        do { try output.close(sync: false) } catch { throw (error as? ArchiveError) ?? .writeFailed(entry: nil, reason: "\(error)") }
+        try output.close(sync: false)
     }
 
     // MARK: Buffered output
@@ -207,7 +207,7 @@ public final class ZipWriter {
         if buffer.count + bytes.count > Self.bufferSize { try flush() }
         if bytes.count >= Self.bufferSize {
             // Large chunks go straight to the file.
-            if let code = POSIXIO.writeAll(bytes, to: output.descriptor) { throw .io(operation: "write", path: path, errno: code) }
+            try output.write(bytes)
             bufferStart += Int64(bytes.count)
         } else {
             buffer.append(contentsOf: bytes)
@@ -216,7 +216,7 @@ public final class ZipWriter {
 
     private func flush() throws(ArchiveError) {
         guard !buffer.isEmpty else { return }
-        if let code = POSIXIO.writeAll(buffer, to: output.descriptor) { throw .io(operation: "write", path: path, errno: code) }
+        try output.write(buffer)
         bufferStart += Int64(buffer.count)
         buffer.removeAll(keepingCapacity: true)
     }
@@ -226,8 +226,8 @@ public final class ZipWriter {
         if offset >= bufferStart {
             let at = Int(offset - bufferStart)
             buffer.replaceSubrange(at..<at + bytes.count, with: bytes)
-        } else if let code = bytes.withUnsafeBytes({ POSIXIO.writeAll($0, to: output.descriptor, at: offset) }) {
-            throw .io(operation: "write", path: path, errno: code)
+        } else {
+            try output.write(bytes, at: offset)
         }
     }
 }

@@ -58,9 +58,14 @@ public final class BundleReader {
     ///   - trustedKeys: when not empty, the bundle must be signed by one of them.
     /// - Throws: ``BundleError/unsupportedFormat(path:format:)`` for a tar.gz.
     public convenience init(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) {
-        if try BundleFormat.sniff(path) == .tarGzip { throw .unsupportedFormat(path: path, format: "tar.gz") }
         let entries: ZipReader
-        do { entries = try ZipReader(path: path, limits: limits) } catch { throw BundleError.reading(error) }
+        do { entries = try ZipReader(path: path, limits: limits) } catch {
+            // Not a zip: say so by name when it is the other format the packer writes (asked only now, so a good
+            // bundle is opened once).
+            let refusal = BundleError.reading(error)
+            if case .directory = refusal, BundleFormat.isGzip(path) { throw .unsupportedFormat(path: path, format: "tar.gz") }
+            throw refusal
+        }
         try self.init(path: path, entries: entries, trustedKeys: trustedKeys)
     }
 
@@ -148,14 +153,10 @@ public final class BundleReader {
                 }
                 throw BundleError.unexpectedEntry(extra.path)
             }
-        } catch let error as ArchiveError {
-            throw BundleError.archive(error)
-        } catch let error as ZipFormatError {
-            throw BundleError.directory(error)
-        } catch let error as SafePathError {
-            throw BundleError.unsafeEntryName(error)
+        } catch {
+            // The sink's own errors (a full disk while staging) pass through as they are.
+            throw BundleError.mapping(error) ?? error
         }
-        // Anything else is the sink's own error (a full disk while staging): it passes through as it is.
         return read
     }
 
@@ -195,29 +196,27 @@ public final class BundleReader {
     }
 }
 
-/// The container formats a bundle file can be, told from its first bytes.
-public enum BundleFormat: String, Sendable {
-    case zip
-    case tarGzip = "tar.gz"
-    /// Neither: the zip reader then says what is wrong with it.
-    case unknown
-
-    /// Looks at the first two bytes: gzip's magic number, or anything else.
-    public static func sniff(_ path: String) throws(BundleError) -> BundleFormat {
+/// The container a bundle file is in, told from its first bytes.
+public enum BundleFormat {
+    /// Whether the file starts with gzip's magic number (a tar.gz bundle); false when it cannot be read.
+    public static func isGzip(_ path: String) -> Bool {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .archive(.io(operation: "open", path: path, errno: errno)) }
+        guard descriptor >= 0 else { return false }
         defer { POSIXIO.close(descriptor) }
-        var magic: [UInt8] = [0, 0, 0, 0]
-        let got = magic.withUnsafeMutableBytes { POSIXIO.read(descriptor, $0.baseAddress!, 4) }
-        if got >= 2, magic[0] == 0x1F, magic[1] == 0x8B { return .tarGzip }
-        if got == 4, magic == [0x50, 0x4B, 0x03, 0x04] || magic == [0x50, 0x4B, 0x05, 0x06] { return .zip }
-        return .unknown
+        var magic: [UInt8] = [0, 0]
+        let got = magic.withUnsafeMutableBytes { POSIXIO.read(descriptor, $0.baseAddress!, 2) }
+        return got == 2 && magic == [0x1F, 0x8B]
     }
 }
 
 extension BundleError {
     /// Any error met while reading a bundle, as a bundle error (the one mapping every reader shares).
     package static func reading(_ error: any Error) -> BundleError {
+        mapping(error) ?? .archive(.corrupt(entry: nil, reason: "\(error)"))
+    }
+
+    /// An error of the readers and the rules as a bundle error; nil for anyone else's.
+    static func mapping(_ error: any Error) -> BundleError? {
         switch error {
         case let error as BundleError: error
         case let error as DeltaManifestError: .delta(error)
@@ -225,7 +224,7 @@ extension BundleError {
         case let error as ArchiveError: .archive(error)
         case let error as ZipFormatError: .directory(error)
         case let error as SafePathError: .unsafeEntryName(error)
-        default: .archive(.corrupt(entry: nil, reason: "\(error)"))
+        default: nil
         }
     }
 }

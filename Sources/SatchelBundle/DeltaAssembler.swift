@@ -58,10 +58,10 @@ public enum DeltaAssembler {
                 try writer.beginEntry(record.path.value, size: record.size)
                 switch source {
                 case .file(let file):
-                    try copy(file, into: writer, buffer: &buffer) { chunk in try writer.writeEntryData(chunk) }
+                    try copy(file, buffer: &buffer) { chunk in try writer.writeEntryData(chunk) }
                 case .gzipFile(let file):
                     let reader = try GunzipReader { try writer.writeEntryData($0) }
-                    try copy(file, into: writer, buffer: &buffer) { chunk in try reader.write(chunk) }
+                    try copy(file, buffer: &buffer) { chunk in try reader.write(chunk) }
                     try reader.finish()
                 case .bundle(let bundle, let file):
                     let reader = try bundle.reader(for: file)
@@ -90,9 +90,7 @@ public enum DeltaAssembler {
     }
 
     /// Streams the file at `path` to `sink` through `buffer`.
-    private static func copy(
-        _ path: String, into writer: ZipWriter, buffer: inout [UInt8], sink: (UnsafeRawBufferPointer) throws -> Void
-    ) throws {
+    private static func copy(_ path: String, buffer: inout [UInt8], sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw ArchiveError.io(operation: "open", path: path, errno: errno) }
         defer { POSIXIO.close(descriptor) }

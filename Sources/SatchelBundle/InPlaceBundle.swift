@@ -38,9 +38,11 @@ public final class InPlaceBundle: PackageArchive {
     ///   - trustedKeys: when not empty, the bundle must be signed by one of them.
     public init(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) {
         self.path = path
-        if try BundleFormat.sniff(path) == .tarGzip { throw .cannotServeInPlace(reason: "it is a tar.gz; only a zip can be served without extracting it") }
         let directory: ZipDirectory
-        do { directory = try ZipDirectory.read(path: path, limits: limits) } catch { throw .directory(error) }
+        do { directory = try ZipDirectory.read(path: path, limits: limits) } catch {
+            if BundleFormat.isGzip(path) { throw .cannotServeInPlace(reason: "it is a tar.gz; only a zip can be served without extracting it") }
+            throw .directory(error)
+        }
         var queue = directory.entries[...]
         guard let first = queue.popFirst() else { throw .manifestNotFirst(found: nil) }
         guard first.name == Manifest.fileName else { throw .manifestNotFirst(found: first.name) }

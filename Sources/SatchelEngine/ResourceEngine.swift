@@ -158,21 +158,22 @@ public final class ResourceEngine: Sendable {
     public func reload() throws {
         let token = source.changeToken()
         let (packages, pin) = try source.pinnedPackages()
-        let next = Snapshot(token: token, packages: packages, pin: pin)
-        snapshot.withLock { $0 = next }
+        serve(Snapshot(token: token, packages: packages, pin: pin))
     }
+
+    private func serve(_ next: Snapshot) { snapshot.withLock { $0 = next } }
 
     private func currentSnapshot() -> Snapshot {
         let current = snapshot.withLock { $0 }
-        guard configuration.activation == .immediate, source.changeToken() != current.token else { return current }
-        // On a request's thread: never wait for the source (another process holding its pin lock). A busy source, or a
-        // failed reload, keeps serving what was there (better the old version than none) until a later request.
+        guard configuration.activation == .immediate else { return current }
         let token = source.changeToken()
-        if let (packages, pin) = try? source.pinnedPackagesWithoutWaiting() {
-            let next = Snapshot(token: token, packages: packages, pin: pin)
-            snapshot.withLock { $0 = next }
-        }
-        return snapshot.withLock { $0 }
+        guard token != current.token else { return current }
+        // On a request's thread: never wait for the source (another process holding its pin lock). A busy source, or a
+        // failed read, keeps serving what was there (better the old version than none) until a later request.
+        guard let (packages, pin) = try? source.pinnedPackagesWithoutWaiting() else { return current }
+        let next = Snapshot(token: token, packages: packages, pin: pin)
+        serve(next)
+        return next
     }
 
     // MARK: Handling a request

@@ -189,15 +189,6 @@ package enum Durability {
         return nil
         #endif
     }
-
-    /// Whether ``syncFileSystem(_:)`` exists here.
-    package static var hasSyncFileSystem: Bool {
-        #if os(Linux)
-        syncfsFunction != nil
-        #else
-        false
-        #endif
-    }
 }
 
 #if os(Linux)

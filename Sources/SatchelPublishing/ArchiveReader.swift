@@ -158,7 +158,7 @@ extension BundleReader {
     /// Opens a bundle of either format the packer writes: zip with the device's reader, tar.gz through libarchive
     /// (for `satchel verify` and `inspect`; devices install zip only).
     public static func anyFormat(path: String, trustedKeys: [VerifyingKey] = [], limits: ArchiveLimits = .default) throws(BundleError) -> BundleReader {
-        guard try BundleFormat.sniff(path) == .tarGzip else { return try BundleReader(path: path, trustedKeys: trustedKeys, limits: limits) }
+        guard BundleFormat.isGzip(path) else { return try BundleReader(path: path, trustedKeys: trustedKeys, limits: limits) }
         let entries: ArchiveReader
         do { entries = try ArchiveReader(path: path, limits: limits) } catch { throw BundleError.reading(error) }
         return try BundleReader(path: path, entries: entries, trustedKeys: trustedKeys)

@@ -31,7 +31,6 @@ public enum ReleaseFolder {
             let path = folder + "/" + name
             let digest: (size: Int64, sha256: String)
             let reader: BundleReader
-            if (try? BundleFormat.sniff(path)) == .tarGzip { throw .notZip(path) }
             do {
                 digest = try FileDigest.sha256(ofFile: path)
                 reader = try BundleReader(path: path)
@@ -42,6 +41,8 @@ public enum ReleaseFolder {
                     var sink = DiscardingSink()
                     try reader.readFiles(into: &sink)
                 }
+            } catch BundleError.unsupportedFormat {
+                throw .notZip(path)
             } catch {
                 throw .bundle(path: path, "\(error)")
             }

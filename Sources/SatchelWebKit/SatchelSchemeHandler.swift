@@ -43,10 +43,11 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
             var headers = HTTPHeaders()
             for (name, value) in sent.allHTTPHeaderFields ?? [:] { headers.add(name, value) }
             // The body WebKit delivered, if any (httpBody or httpBodyStream); what it dropped comes through the hook.
-            let body = try? DeliveredBody.read(body: sent.httpBody, stream: sent.httpBodyStream)
+            // One it cannot read (past the limit) goes as none: the engine then asks the hook's channels for it.
+            let body = (try? DeliveredBody.read(body: sent.httpBody, stream: sent.httpBodyStream)) ?? nil
             request = ResourceRequest(
                 method: sent.httpMethod.map { RequestMethod($0) } ?? .get, url: sent.url?.absoluteString ?? "", headers: headers,
-                body: body ?? nil)
+                body: body)
         }
 
         func didReceive(_ head: ResponseHead) {

@@ -34,9 +34,9 @@ public final class SatchelWebViews {
     /// the engine): the one page set-up both WebKit adapters install.
     public let pageSetup: PageSetup?
     /// The hook's source (``PageSetup/script``).
-    public let hookScript: String?
+    public var hookScript: String? { pageSetup?.script }
     /// The origins the hook serves: native code calls into a view only while it shows one.
-    public let appOrigins: [String]
+    public var appOrigins: [String] { pageSetup?.origins ?? [] }
     private let bodies: SatchelBodyMessageHandler
     private let bridgeMessages: SatchelBridgeMessageHandler
     private var views: [WeakView] = []
@@ -73,8 +73,6 @@ public final class SatchelWebViews {
         bridgeMessages = SatchelBridgeMessageHandler(bridge: bridge)
         recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
         pageSetup = PageSetup(hook: hook, engine: engine)
-        appOrigins = pageSetup?.origins ?? []
-        hookScript = pageSetup?.script
         let responseCache = fetcher.responseCache
         self.responseCache = responseCache
         let jarChanged: @Sendable (AppCookieJar.Change) -> Void = { [weak self] change in
@@ -145,7 +143,6 @@ public final class SatchelWebViews {
 /// text) resolves the page's promise whenever the app's handler is done.
 @MainActor
 public final class SatchelBridgeMessageHandler: NSObject, WKScriptMessageHandlerWithReply {
-    public static let name = PageSetup.defaultBridgeHandler
     public let bridge: AppBridge
 
     public init(bridge: AppBridge) {

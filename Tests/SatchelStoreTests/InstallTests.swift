@@ -11,12 +11,11 @@ import SatchelTestSupport
 struct InstallTests {
     @Test("an install extracts exactly the manifest's files plus satchel.json and satchel.sig, active on trial")
     func install() throws {
-        let format = ArchiveFormat.zip
         try withTemporaryFolder { folder throws in
             let key = SigningKey.generate()
             let factory = BundleFactory(folder: folder, key: key)
             let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(trustedKeys: [key.verifyingKey]))
-            let result = try store.install(bundle: factory.bundle(version: "1.0.0", format: format))
+            let result = try store.install(bundle: factory.bundle(version: "1.0.0"))
             #expect(result == InstallResult(id: id("shop"), version: v("1.0.0"), fileCount: 4, bytes: result.bytes, contentHash: result.contentHash, previous: nil, extracted: true))
             let versionFolder = store.layout.version(id("shop"), v("1.0.0"))
             #expect(Set(PackageStore.allFiles(under: versionFolder)) == ["index.html", "js/app.mjs", "css/app.css", "img/logo.png", "satchel.json", "satchel.sig"])

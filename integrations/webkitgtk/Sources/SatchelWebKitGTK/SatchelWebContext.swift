@@ -36,14 +36,12 @@ public final class SatchelWebContext: @unchecked Sendable {
     public let httpCache: HTTPCache?
     let bridgeMessages: BridgeMessageHandler?
     /// The origins the hook (and so the bridge) serves: native code calls into a view only while it shows one.
-    public let appOrigins: [String]
+    public var appOrigins: [String] { pageSetup?.origins ?? [] }
     public let executor: GLibMainContextExecutor
     /// The hook's source, injected at document start into the documents of the app's origins; nil: no hook.
-    public let hookScript: String?
+    public var hookScript: String? { pageSetup?.script }
     /// The one page set-up both WebKit adapters install (``PageSetup``); nil without a hook.
     public let pageSetup: PageSetup?
-    /// WebKit URL patterns of those documents (`satchel://m.shop.com/*`).
-    let hookAllowList: [String]
 
     /// - Parameters:
     ///   - policy: the network fallback's rules; its ``CookieProvider`` becomes WebKit's cookie store.
@@ -88,9 +86,6 @@ public final class SatchelWebContext: @unchecked Sendable {
         bodies = BodyMessageHandler(store: engine.bodyStore, name: pageSetup?.bodyHandlerName ?? HookScript.Configuration.defaultMessageHandler)
         let bridge = AppBridge(proofCheck: engine.proofCheck)
         self.bridge = bridge
-        appOrigins = pageSetup?.origins ?? []
-        hookAllowList = pageSetup?.allowList ?? []
-        hookScript = pageSetup?.script
         let executor = self.executor
         bridgeMessages = pageSetup.map { BridgeMessageHandler(bridge: bridge, name: $0.bridgeHandlerName, executor: executor) }
         mediaRelay = try MediaRelay(driver: driver)
@@ -119,12 +114,12 @@ public final class SatchelWebContext: @unchecked Sendable {
         let media = webkit_user_script_new(mediaScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
         webkit_user_content_manager_add_script(manager, media)
         webkit_user_script_unref(media)
-        if let hookScript {
+        if let pageSetup {
             // Only into documents of the app's own origins (top frames and the app's own frames): the hook holds the
             // launch's secret. WebKit's allow list keeps it out of every other page and frame; the hook itself also
             // stays inert on a foreign origin.
-            let script = hookAllowList.withCStrings { allowList in
-                webkit_user_script_new(hookScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, allowList, nil)
+            let script = pageSetup.allowList.withCStrings { allowList in
+                webkit_user_script_new(pageSetup.script, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, allowList, nil)
             }
             webkit_user_content_manager_add_script(manager, script)
             webkit_user_script_unref(script)
