@@ -194,6 +194,9 @@ struct RolloutStatusTests {
         // Reported twice (headers and POST): still one device. Before the step began: not counted.
         records.append(records[1])
         records.append(record(since.secondsSinceEpoch - 10, [.init(id: shop, role: .failed, version: v("1.1.0"), token: token(999), why: "trial")]))
+        // Received in the step's own second: timestamps have whole seconds, so it may predate the step; not counted
+        // (a second `advance` run right after a step read such reports as new and stepped again).
+        records.append(record(since.secondsSinceEpoch, [.init(id: shop, role: .failed, version: v("1.1.0"), token: token(998), why: "trial")]))
         // Revoked is not a failure of the version on the device.
         records.append(record(since.secondsSinceEpoch + 4, [.init(id: shop, role: .failed, version: v("1.1.0"), token: token(500), why: "revoked")]))
         let status = try #require(VersionStatus.compute(catalog, records: records).first { $0.version == "1.1.0" })

@@ -76,7 +76,8 @@ public struct VersionStatus: Hashable, Sendable, Codable {
         let versions: [(CatalogEntry, Rollout?)] = catalog.packages.map { ($0, nil) } + catalog.rollouts.map { ($0.entry, $0) }
         for (entry, rollout) in versions.sorted(by: { ($0.0.id.value, $0.0.version) < ($1.0.id.value, $1.0.version) }) {
             var offered = Set<String>(), installed = Set<String>(), confirmed = Set<String>(), failed = Set<String>()
-            for record in records where rollout.map({ record.at >= $0.since }) ?? true && (channel.map { record.report.channel == $0 } ?? true) {
+            // Strictly after: timestamps have whole seconds, so a report from the step's own second may predate it.
+            for record in records where rollout.map({ record.at > $0.since }) ?? true && (channel.map { record.report.channel == $0 } ?? true) {
                 for item in record.report.items where item.id == entry.id && item.version == entry.version {
                     switch item.role {
                     case .offered: offered.insert(item.token)
