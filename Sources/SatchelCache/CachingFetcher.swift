@@ -16,18 +16,6 @@ public final class CachingFetcher: NetworkFetcher {
 
     public var responseCache: (any ResponseCache)? { cache }
 
-    public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
-        let holder = Locked<(any FetchHandle)?>(nil)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let handle = fetch(request, timeouts: timeouts, on: InlineExecutor.shared) { continuation.resume(with: $0) }
-                holder.withLock { $0 = handle }
-            }
-        } onCancel: {
-            holder.withLock { $0 }?.cancel()
-        }
-    }
-
     @discardableResult
     public func fetch(
         _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,

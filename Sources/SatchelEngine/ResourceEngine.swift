@@ -8,7 +8,7 @@ import SatchelHTTP
 ///
 /// ```swift
 /// let engine = try ResourceEngine(source: store, configuration: EngineConfiguration())
-/// switch await engine.handle(ResourceRequest(url: "satchel://m.shop.com/index.html")) {
+/// switch engine.handle(ResourceRequest(url: "satchel://m.shop.com/index.html")) {
 /// case .response(let response): ...   // send it; `.file` bodies are read in chunks or sent with sendfile
 /// case .miss(let miss): ...           // fetch `miss.upstreamURL` from the network
 /// }
@@ -179,13 +179,9 @@ public final class ResourceEngine: Sendable {
     // MARK: Handling a request
 
     /// What the package alone makes of `request`, under its route's strategy, with no network: its answer, or the
-    /// miss a loader would send to the network (``ResourceLoader`` is the whole path).
-    public func handle(_ request: ResourceRequest) async -> EngineResult {
-        handleSynchronously(request)
-    }
-
-    /// The same as ``handle(_:)`` without the async hop, for callers on a thread of their own.
-    public func handleSynchronously(_ request: ResourceRequest) -> EngineResult {
+    /// miss a loader would send to the network (``ResourceLoader`` is the whole path). Synchronous: nothing in it
+    /// waits (files are read as the body is consumed), so callers on any thread or task call it directly.
+    public func handle(_ request: ResourceRequest) -> EngineResult {
         switch route(request) {
         case .answer(let response): return .response(response)
         case .routed(let routed): return PackageOnlyLoad.result(of: routed, engine: self)

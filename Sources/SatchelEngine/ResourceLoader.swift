@@ -51,17 +51,16 @@ public final class ResourceLoader: Sendable {
         case pending(any FetchHandle)
     }
 
+    /// The load awaited (``AwaitedCallback`` over ``start(_:on:completion:)``); cancelling the task cancels it.
     public func respond(to request: ResourceRequest) async -> Answer {
-        let box = LoadBox()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
-                switch start(request, on: InlineExecutor.shared, completion: { continuation.resume(returning: $0) }) {
-                case .answered(let answer): continuation.resume(returning: answer)
-                case .pending(let handle): box.set(handle)
-                }
+        await AwaitedCallback.value { completion in
+            switch start(request, on: InlineExecutor.shared, completion: completion) {
+            case .answered(let answer):
+                completion(answer)
+                return nil
+            case .pending(let handle):
+                return handle
             }
-        } onCancel: {
-            box.cancel()
         }
     }
 
@@ -203,21 +202,4 @@ private final class TaskHandle: FetchHandle {
     private let task: Task<Void, Never>
     init(_ task: Task<Void, Never>) { self.task = task }
     func cancel() { task.cancel() }
-}
-
-/// Holds the handle of a pending load for a task's cancellation handler, which may run before the load started.
-private final class LoadBox: Sendable {
-    private let state = Locked<(handle: (any FetchHandle)?, cancelled: Bool)>((nil, false))
-
-    func set(_ handle: any FetchHandle) {
-        let cancelled = state.withLock { state -> Bool in
-            state.handle = handle
-            return state.cancelled
-        }
-        if cancelled { handle.cancel() }
-    }
-
-    func cancel() {
-        state.withLock { $0.cancelled = true; return $0.handle }?.cancel()
-    }
 }

@@ -89,7 +89,7 @@ public struct NetworkOnly: RouteStrategy {
     }
 }
 
-/// The engine alone (``ResourceEngine/handleSynchronously(_:)``): a strategy run with no network, whose first
+/// The engine alone (``ResourceEngine/handle(_:)``): a strategy run with no network, whose first
 /// question to the network ends it as the miss a loader would fetch.
 final class PackageOnlyLoad: StrategyLoad, @unchecked Sendable {
     private let routed: RoutedRequest

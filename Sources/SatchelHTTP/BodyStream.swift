@@ -1,8 +1,9 @@
 /// A body that arrives over time, in chunks of at most 1 MiB, read only as fast as its consumer asks.
 ///
-/// Any consumer can iterate it. A consumer that knows the producer (``source``) may instead take the bytes in
-/// the producer's own form: the NIO server forwards a NIO fetcher's buffers on the event loop without copying
-/// them or hopping threads. The two are alternatives: a consumer uses one or the other, never both.
+/// Any consumer can iterate it. A consumer that knows the producer's kind (a protocol refining ``BodySource``) may
+/// instead take the bytes in the producer's own form: the NIO server forwards a NIO fetcher's buffers on the event
+/// loop without copying them or hopping threads. The two are alternatives: a consumer uses one or the other, never
+/// both.
 ///
 /// A consumer that stops early (an error, a stop from WebKit, a client gone) simply drops its iterator, and one that
 /// never reads drops the body: a body read from a ``BodyReader`` is then cancelled, so an upstream request behind it
@@ -17,26 +18,28 @@ public struct BodyStream: AsyncSequence, Sendable {
     }
 
     fileprivate let storage: Storage
-    /// The producer, for consumers that recognise it; nil for plain streams.
-    public let source: (any Sendable)?
+    /// The producer, for consumers that take it over (``claimSource(as:)``) or cancel it unread; nil for plain
+    /// streams.
+    public let source: (any BodySource)?
 
     /// - Parameter chunks: created lazily (e.g. `AsyncThrowingStream(unfolding:)`), so that a consumer taking
     ///   ``source`` never starts it.
-    public init(_ chunks: AsyncThrowingStream<[UInt8], any Error>, source: (any Sendable)? = nil) {
+    public init(_ chunks: AsyncThrowingStream<[UInt8], any Error>, source: (any BodySource)? = nil) {
         storage = .stream(chunks)
         self.source = source
     }
 
     /// A body pulled from `reader`, which is cancelled if its consumer lets go before the end.
-    public init(reader: any BodyReader, source: (any Sendable)? = nil) {
+    public init(reader: any BodyReader, source: (any BodySource)? = nil) {
         storage = .reader(ReaderLease(reader))
         self.source = source
     }
 
-    /// The producer as `type`, for a consumer that takes the bytes in the producer's own form (the NIO server
-    /// forwarding a NIO fetcher's buffers). Once claimed, dropping the body no longer cancels its reader: the
-    /// claimer reads it to the end or cancels it. Nil (and nothing claimed) when the producer is not a `type`.
-    public func claimSource<T>(as type: T.Type) -> T? {
+    /// The producer as `kind` (a protocol refining ``BodySource``), for a consumer that takes the bytes in the
+    /// producer's own form (the NIO server forwarding a NIO fetcher's buffers). Once claimed, dropping the body no
+    /// longer cancels its reader: the claimer reads it to the end or cancels it. Nil (and nothing claimed) when the
+    /// producer is not of that kind.
+    public func claimSource<T>(as kind: T.Type) -> T? {
         guard let claimed = source as? T else { return nil }
         if case .reader(let lease) = storage { lease.claim() }
         return claimed
@@ -69,6 +72,14 @@ public struct BodyStream: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(storage) }
+}
+
+/// The producer behind a ``BodyStream`` that a consumer may take over instead of iterating the stream. A producer
+/// with a faster form of its own declares it as a protocol refining this one (SatchelNetwork's `EventLoopPartSource`:
+/// buffers handed over on an event loop), and a consumer claims it by that protocol, never by a concrete type.
+public protocol BodySource: AnyObject, Sendable {
+    /// The consumer let go before the end: stop producing (close the upstream request). Safe from any thread.
+    func cancel()
 }
 
 /// A producer of body chunks pulled one at a time (an upstream response).

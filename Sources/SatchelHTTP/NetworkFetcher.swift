@@ -3,17 +3,18 @@ import SatchelCore
 /// Sends a request to the network and streams the answer back: the one seam between Satchel's rules and an HTTP
 /// stack. SatchelNetwork's `NIOFetcher` (servers, Linux, the updater) and SatchelWebKit's `URLSessionFetcher` (apps on
 /// Apple platforms) implement it; the HTTP cache wraps one.
+///
+/// One form: a callback delivered on the caller's executor, which the loader calls for every request (the server's
+/// fast path needs it: an answer on the connection's event loop with no task or hop). Callers that await use
+/// ``fetch(_:timeouts:)``, an extension over it through ``AwaitedCallback``; a fetcher whose own work is written with
+/// async/await conforms to ``AsyncNetworkFetcher`` instead, which supplies the callback form through one task bridge.
 public protocol NetworkFetcher: Sendable {
-    /// Fetches `request` (an absolute http(s) URL, body restored, satchel headers removed). Redirects are
-    /// returned as they are, never followed. The body is a stream of chunks of at most 1 MiB.
-    /// - Throws: ``FetchError``; task cancellation cancels the upstream request.
-    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse
-
-    /// The same fetch for a caller that runs on an executor of its own (the server, on a connection's event loop):
-    /// `completion` is called once, on `executor`, possibly before this returns (a request that cannot be made).
-    /// A fetcher that can work on `executor` itself answers there with no task or thread hop; the default runs
-    /// ``fetch(_:timeouts:)`` in a task. A wrapper (the HTTP cache) passes `executor` on to the fetcher it wraps, so
-    /// wrapping never costs a fetcher its fast path.
+    /// Fetches `request` (an absolute http(s) URL, body restored, satchel headers removed). Redirects are returned
+    /// as they are, never followed. The body is a stream of chunks of at most 1 MiB. `completion` is called once, on
+    /// `executor`, possibly before this returns (a request that cannot be made, an answer already stored). A
+    /// fetcher that can work on `executor` itself answers there with no task or thread hop; a wrapper (the HTTP
+    /// cache) passes `executor` on to the fetcher it wraps, so wrapping never costs a fetcher its fast path.
+    /// Failures are ``FetchError``s, or `CancellationError` once cancelled.
     /// - Returns: what cancels the fetch (the caller's client went away); nil when it already ended.
     @discardableResult
     func fetch(
@@ -29,12 +30,63 @@ public protocol NetworkFetcher: Sendable {
 extension NetworkFetcher {
     public var responseCache: (any ResponseCache)? { nil }
 
+    /// The fetch awaited (the updater, tests): the callback form through ``AwaitedCallback``; cancelling the task
+    /// cancels the upstream request.
+    /// - Throws: ``FetchError``, or `CancellationError`.
+    public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        try await AwaitedCallback.value { completion in
+            fetch(request, timeouts: timeouts, on: InlineExecutor.shared, completion: completion)
+        }.get()
+    }
+}
+
+/// A ``NetworkFetcher`` whose work is written with async/await (URLSession's delegate, a test origin): it implements
+/// ``fetchResponse(_:timeouts:)`` and gets the callback form, run in a task whose answer is delivered on the caller's
+/// executor and which cancelling the handle cancels.
+public protocol AsyncNetworkFetcher: NetworkFetcher {
+    /// See ``NetworkFetcher/fetch(_:timeouts:on:completion:)``; task cancellation cancels the upstream request.
+    func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse
+}
+
+extension AsyncNetworkFetcher {
     @discardableResult
     public func fetch(
         _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
         completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
     ) -> (any FetchHandle)? {
-        TaskFetch.start(fetching: request, timeouts: timeouts, with: self, on: executor, completion: completion)
+        TaskFetch.start(on: executor, completion: completion) { try await fetchResponse(request, timeouts: timeouts) }
+    }
+}
+
+/// The one bridge from a callback API (an answer delivered once, a handle that cancels) to async/await: the
+/// loader's ``respond`` and every awaited fetch go through it. Cancelling the awaiting task cancels the handle, also
+/// when the cancellation came before the handle existed; the answer (a failure, then) is still awaited, once.
+public enum AwaitedCallback {
+    public static func value<T: Sendable>(_ start: (_ completion: @escaping @Sendable (T) -> Void) -> (any FetchHandle)?) async -> T {
+        let box = HandleBox()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+                if let handle = start({ continuation.resume(returning: $0) }) { box.set(handle) }
+            }
+        } onCancel: {
+            box.cancel()
+        }
+    }
+
+    private final class HandleBox: Sendable {
+        private let state = Locked<(handle: (any FetchHandle)?, cancelled: Bool)>((nil, false))
+
+        func set(_ handle: any FetchHandle) {
+            let cancelled = state.withLock { state -> Bool in
+                state.handle = handle
+                return state.cancelled
+            }
+            if cancelled { handle.cancel() }
+        }
+
+        func cancel() {
+            state.withLock { $0.cancelled = true; return $0.handle }?.cancel()
+        }
     }
 }
 
@@ -64,25 +116,25 @@ public protocol FetchHandle: AnyObject, Sendable {
     func cancel()
 }
 
-/// A callback fetch run as ``NetworkFetcher/fetch(_:timeouts:)`` in a task, its answer delivered on the caller's
-/// executor; cancelling it cancels the task, which cancels the upstream request.
-package final class TaskFetch: FetchHandle {
+/// Async work run in a task for a callback caller (``AsyncNetworkFetcher``): its result is delivered on the caller's
+/// executor; cancelling the handle cancels the task, which cancels the upstream request.
+final class TaskFetch: FetchHandle {
     private let task: Task<Void, Never>
 
     private init(_ task: Task<Void, Never>) { self.task = task }
 
-    package static func start(
-        fetching request: ResourceRequest, timeouts: FetchTimeouts, with fetcher: some NetworkFetcher, on executor: any AnswerExecutor,
-        completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
+    static func start(
+        on executor: any AnswerExecutor, completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void,
+        _ work: @escaping @Sendable () async throws -> ResourceResponse
     ) -> TaskFetch {
         TaskFetch(Task {
             let result: Result<ResourceResponse, any Error>
-            do { result = .success(try await fetcher.fetch(request, timeouts: timeouts)) } catch { result = .failure(error) }
+            do { result = .success(try await work()) } catch { result = .failure(error) }
             executor.execute { completion(result) }
         })
     }
 
-    package func cancel() { task.cancel() }
+    func cancel() { task.cancel() }
 }
 
 /// How long a fetch may wait, and for what. There is deliberately no total: a response whose bytes keep coming

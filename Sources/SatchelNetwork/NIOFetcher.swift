@@ -100,40 +100,32 @@ public final class NIOFetcher: NetworkFetcher {
         try await $preferredEventLoop.withValue(eventLoop, operation: body)
     }
 
-    public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
-        let loop = Self.preferredEventLoop ?? group.next()
-        let prepared = try UpstreamRequest(request, allocator: ByteBufferAllocator())
-        let response = loop.makePromise(of: ResourceResponse.self)
-        let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts) {
-            response.completeWith($0)
-        }
-        loop.execute { exchange.start() }
-        return try await withTaskCancellationHandler {
-            try await response.futureResult.get()
-        } onCancel: {
-            exchange.cancel()
-        }
-    }
-
-    /// ``NetworkFetcher``'s fetch for a caller on an executor: on one of this fetcher's own kind, an event loop
-    /// (``EventLoopExecutor``), the exchange runs on that loop and `completion` is called there with no task, thread
-    /// hop or future in between (a miss is a proxy's hot path); the upstream connection then lives on the client's
-    /// thread, so the server can move the body's buffers without copying them. Any other executor: through a task.
+    /// ``NetworkFetcher``'s fetch. On an executor of this fetcher's own kind, an event loop (``EventLoopExecutor``),
+    /// called on that loop: the exchange runs there and `completion` is called there with no task, thread hop or
+    /// future in between (a miss is a proxy's hot path); the upstream connection then lives on the client's thread,
+    /// so the server can move the body's buffers without copying them. Any other executor: the exchange runs on the
+    /// preferred loop (``withPreferredEventLoop(_:_:)``) or the group's next, and `completion` is handed to
+    /// `executor` from there.
     @discardableResult
     public func fetch(
         _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
         completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
     ) -> (any FetchHandle)? {
-        guard let loop = (executor as? EventLoopExecutor)?.eventLoop, loop.inEventLoop else {
-            return TaskFetch.start(fetching: request, timeouts: timeouts, with: self, on: executor, completion: completion)
-        }
         let prepared: UpstreamRequest
         do { prepared = try UpstreamRequest(request, allocator: ByteBufferAllocator()) } catch {
-            completion(.failure(error))
+            executor.execute { completion(.failure(error)) }
             return nil
         }
-        let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts, onResponse: completion)
-        exchange.start()
+        if let loop = (executor as? EventLoopExecutor)?.eventLoop, loop.inEventLoop {
+            let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts, onResponse: completion)
+            exchange.start()
+            return exchange
+        }
+        let loop = Self.preferredEventLoop ?? group.next()
+        let exchange = UpstreamExchange(eventLoop: loop, request: prepared, pool: pools.pool(for: loop), timeouts: timeouts) { result in
+            executor.execute { completion(result) }
+        }
+        loop.execute { exchange.start() }
         return exchange
     }
 

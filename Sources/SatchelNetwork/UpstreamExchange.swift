@@ -22,7 +22,7 @@ import SatchelHTTP
 ///   is still arriving.
 ///
 /// Every piece of state is touched on ``eventLoop`` only.
-public final class UpstreamExchange: BodyReader, FetchHandle, @unchecked Sendable {
+public final class UpstreamExchange: EventLoopPartSource, BodyReader, FetchHandle, @unchecked Sendable {
     public let eventLoop: any EventLoop
     let request: UpstreamRequest
     let timeouts: FetchTimeouts
@@ -119,18 +119,9 @@ public final class UpstreamExchange: BodyReader, FetchHandle, @unchecked Sendabl
         }
     }
 
-    /// What ``takeReadyPart()`` found.
-    public enum ReadyPart {
-        case part(ByteBuffer)
-        case end
-        case failed(any Error)
-        /// Nothing yet: ask with ``nextPart()``.
-        case notYet
-    }
-
     /// The next part if it is already here, without a future: a consumer on ``eventLoop`` writes what one socket
     /// read brought this way and calls ``nextPart()`` only when it has to wait. Call on ``eventLoop``.
-    public func takeReadyPart() -> ReadyPart {
+    public func takeReadyPart() -> ReadyBodyPart {
         eventLoop.assertInEventLoop()
         switch body.takeReady() {
         case .take(let part, let readMore)?:

@@ -16,8 +16,8 @@ import SatchelNetwork
 /// network, body restoration, `/_satchel/`) from a task. It writes the bytes itself (``ResponseEncoding``): a head
 /// and a small body as one buffer, files as a sendfile region, bodies that arrive over time part by part.
 ///
-/// Backpressure on bodies that arrive over time: a body from ``NIOFetcher`` (an ``UpstreamExchange`` on
-/// this loop) is pulled part by part while the client's socket takes it and paused while it does not, so the
+/// Backpressure on bodies that arrive over time: a body whose producer is an ``EventLoopPartSource`` (a
+/// ``NIOFetcher`` response on this loop) is pulled part by part while the client's socket takes it and paused while it does not, so the
 /// upstream is read only as fast as the client reads; any other stream is read chunk by chunk, each after the
 /// previous write completed. A client that goes away cancels what its answer was waiting on, closing the
 /// upstream request.
@@ -52,7 +52,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var pausedUpstream = false
 
     private struct Forwarding {
-        let exchange: UpstreamExchange
+        let source: any EventLoopPartSource
         let framing: BodyFraming
         let keepOpen: Bool
     }
@@ -61,13 +61,13 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case task(Task<Void, Never>)
         /// A load on the loader's fast path (its fetch, or what its strategy does next).
         case load(any FetchHandle)
-        case upstream(UpstreamExchange)
+        case upstream(any EventLoopPartSource)
 
         func cancel() {
             switch self {
             case .task(let task): task.cancel()
             case .load(let handle): handle.cancel()
-            case .upstream(let exchange): exchange.cancel()
+            case .upstream(let source): source.cancel()
             }
         }
     }
@@ -274,7 +274,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         guard let awaited else { return }
         self.awaited = nil
         guard let context, context.channel.isActive else {
-            if case .stream(let stream) = response.body, let exchange = stream.source as? UpstreamExchange { exchange.cancel() }
+            if case .stream(let stream) = response.body { stream.source?.cancel() }
             return
         }
         respond(response, isHead: awaited.isHead, version: awaited.version, keepAlive: awaited.keepAlive, flush: true, context: context)
@@ -290,7 +290,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 let handler = handler.value
                 guard let context = handler.context, context.channel.isActive else {
                     // The client went away while the answer was produced.
-                    if case .stream(let stream) = response.body, let exchange = stream.source as? UpstreamExchange { exchange.cancel() }
+                    if case .stream(let stream) = response.body { stream.source?.cancel() }
                     return
                 }
                 handler.respond(response, isHead: isHead, version: request.version, keepAlive: request.keepAlive, flush: true, context: context)
@@ -320,11 +320,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.write(NIOAny(IOData.fileRegion(fileRegion)), promise: done)
             finish(keepOpen: keepOpen, flush: flush, last: nil, context: context)
         case .stream(let stream):
-            if let exchange = stream.claimSource(as: UpstreamExchange.self) {
+            if let source = stream.claimSource(as: (any EventLoopPartSource).self) {
                 // Not flushed yet: a small body is usually there already and goes out in the same write.
                 context.write(wrapOutboundOut(buffer), promise: nil)
-                pending = .upstream(exchange)
-                forward(exchange, framing: framing, keepOpen: keepOpen, context: context)
+                pending = .upstream(source)
+                forward(source, framing: framing, keepOpen: keepOpen, context: context)
             } else {
                 context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
                 copy(stream, framing: framing, keepOpen: keepOpen, context: context)
@@ -334,8 +334,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// An upstream body, on the event loop: the next part is asked for only while the client's socket is
     /// writable, so the upstream is read as fast as the client reads and no faster.
-    private func forward(_ exchange: UpstreamExchange, framing: BodyFraming, keepOpen: Bool, context: ChannelHandlerContext) {
-        forwarding = Forwarding(exchange: exchange, framing: framing, keepOpen: keepOpen)
+    private func forward(_ source: any EventLoopPartSource, framing: BodyFraming, keepOpen: Bool, context: ChannelHandlerContext) {
+        forwarding = Forwarding(source: source, framing: framing, keepOpen: keepOpen)
         pumpUpstream(context)
     }
 
@@ -343,7 +343,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// it has to wait (for the upstream, or for the client's socket): a small response goes out in one write.
     private func pumpUpstream(_ context: ChannelHandlerContext) {
         while let forwarding {
-            guard context.channel.isActive else { return forwarding.exchange.cancel() }
+            guard context.channel.isActive else { return forwarding.source.cancel() }
             guard context.channel.isWritable else {
                 // Paused before the flush: a flush that drains the socket reports writability at once, and the
                 // handler must then know to resume.
@@ -351,11 +351,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 context.flush()
                 return
             }
-            let exchange = forwarding.exchange
+            let source = forwarding.source
             let result: Result<ByteBuffer?, any Error>
             // What one socket read brought is taken without a promise; an exchange on another loop (a fetcher
             // the server does not share its loops with) is always asked through one.
-            switch exchange.eventLoop === context.eventLoop ? exchange.takeReadyPart() : .notYet {
+            switch source.eventLoop === context.eventLoop ? source.takeReadyPart() : .notYet {
             case .part(let part): result = .success(part)
             case .end: result = .success(nil)
             case .failed(let error): result = .failure(error)
@@ -363,7 +363,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 // Nothing there (on this loop, the future cannot complete before the callback is registered):
                 // flush what was written and wait for the upstream.
                 let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-                exchange.nextPart().hop(to: context.eventLoop).whenComplete { result in
+                source.nextPart().hop(to: context.eventLoop).whenComplete { result in
                     let handler = bound.value
                     if let context = handler.context, handler.forwardPart(result, context: context) { handler.pumpUpstream(context) }
                 }
@@ -378,7 +378,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func forwardPart(_ result: Result<ByteBuffer?, any Error>, context: ChannelHandlerContext) -> Bool {
         guard let forwarding else { return false }
         guard context.channel.isActive else {
-            forwarding.exchange.cancel()
+            forwarding.source.cancel()
             return false
         }
         switch result {

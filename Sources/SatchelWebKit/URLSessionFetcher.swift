@@ -13,7 +13,7 @@ import FoundationNetworking
 /// response header fields arrive as a dictionary, so repeated fields are folded into one line (`Set-Cookie` is split
 /// back by ``CookieRules/splitFolded(_:)``); the body is handed over decoded, so `Content-Length` cannot be passed on; FoundationNetworking adds
 /// request headers of its own; and on Linux a transfer cannot be suspended, so nothing holds the upstream back.
-public final class URLSessionFetcher: NetworkFetcher {
+public final class URLSessionFetcher: AsyncNetworkFetcher {
     private let session: URLSession
     private let delegate: Delegate
 
@@ -29,7 +29,7 @@ public final class URLSessionFetcher: NetworkFetcher {
 
     deinit { session.invalidateAndCancel() }
 
-    public func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+    public func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         guard let url = URL(string: request.url) else { throw FetchError.unsupportedURL(request.url) }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method.rawValue

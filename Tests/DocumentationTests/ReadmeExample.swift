@@ -25,7 +25,7 @@ func readmeExample(storeFolder: String, publicKeyText: String, downloadedBundle:
 
     // Answer from packages: the versions active when the engine starts are pinned for this launch.
     let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(customSchemes: ["satchel"]))
-    switch await engine.handle(ResourceRequest(url: "satchel://m.shop.com/index.html", headers: ["Range": "bytes=0-99"])) {
+    switch engine.handle(ResourceRequest(url: "satchel://m.shop.com/index.html", headers: ["Range": "bytes=0-99"])) {
     case .response(let response): print(response.status)          // 206; a `.file` body is read in chunks or sent with sendfile
     case .miss(let miss): print("not in a package:", miss.upstreamURL)
     }

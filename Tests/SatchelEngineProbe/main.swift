@@ -51,14 +51,14 @@ func drain(_ result: EngineResult) async throws -> Int {
 
 var generator = SystemRandomNumberGenerator()
 // Warm up the allocator and the engine, then take the baseline.
-_ = try await drain(await engine.handle(ResourceRequest(url: "satchel://probe.example/movie.mp4", headers: ["Range": "bytes=0-1048575"])))
+_ = try await drain(engine.handle(ResourceRequest(url: "satchel://probe.example/movie.mp4", headers: ["Range": "bytes=0-1048575"])))
 let baseline = peakRSS()
 var served = 0
 for _ in 0..<1000 {
     let length = Int64.random(in: 1...(1 << 20), using: &generator)
     let start = Int64.random(in: 0...(size - length), using: &generator)
     let request = ResourceRequest(url: "satchel://probe.example/movie.mp4", headers: ["Range": "bytes=\(start)-\(start + length - 1)"])
-    served += try await drain(await engine.handle(request))
+    served += try await drain(engine.handle(request))
 }
 let report: [String: Int] = ["ranges": 1000, "bytesServed": served, "baselinePeakBytes": baseline, "peakBytes": peakRSS(), "peakGrowthBytes": peakRSS() - baseline]
 print(String(decoding: try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys]), as: UTF8.self))

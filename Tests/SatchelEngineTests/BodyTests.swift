@@ -13,7 +13,7 @@ struct BodyTests {
             let secret = BodyProofSecret.random()
             let engine = try ResourceEngine(source: FolderSource([makePackage(in: folder, files: ["index.html": text("x")])]), configuration: EngineConfiguration(bodyProof: .required(secret)))
             func proven(_ request: ResourceRequest) -> ResourceRequest { BodyProof.attaching(to: request, secret: secret) }
-            let result = await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://m.shop.com/api/cart", headers: ["X-Satchel-Body": "%7B%22a%22%3A1%7D", "X-Satchel-Content-Type": "application/json"])))
+            let result = engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://m.shop.com/api/cart", headers: ["X-Satchel-Body": "%7B%22a%22%3A1%7D", "X-Satchel-Content-Type": "application/json"])))
             let miss = try #require(result.miss)
             #expect(miss.bodyChannel == .header)
             #expect(miss.request.body == Array("{\"a\":1}".utf8))
@@ -24,15 +24,15 @@ struct BodyTests {
 
             try engine.bodyStore.put("b1", StoredBody(bytes: [9, 9], contentType: "application/octet-stream"))
             // Without a proof nothing is restored, and the stored body is not consumed.
-            let unproven = try #require(await engine.handle(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"])).response)
+            let unproven = try #require(engine.handle(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"])).response)
             #expect(unproven.status == 403)
-            let stored = try #require(await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"]))).miss)
+            let stored = try #require(engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"]))).miss)
             #expect(stored.request.body == [9, 9])
             #expect(stored.bodyChannel == .bodyStore)
-            let lost = try #require(await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"]))).response)
+            let lost = try #require(engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["X-Satchel-Body-Id": "b1"]))).response)
             #expect(lost.status == 400)
             #expect(lost.headers["X-Satchel-Error"]?.contains("body lost") == true)
-            let tooBig = try #require(await engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["BODY": String(repeating: "a", count: 20_000)]))).response)
+            let tooBig = try #require(engine.handle(proven(ResourceRequest(method: "POST", url: "satchel://other.example/u", headers: ["BODY": String(repeating: "a", count: 20_000)]))).response)
             #expect(tooBig.status == 413)
         }
     }
@@ -43,11 +43,11 @@ struct BodyTests {
             let source = FolderSource([try makePackage(in: folder, files: ["index.html": text("x")])])
             let seed = ResourceRequest(url: "satchel://m.shop.com/login?POST_DATA=user%3Dalice%26password%3Dhunter2")
             let strict = try ResourceEngine(source: source)
-            let refused = try #require(await strict.handle(seed).response)
+            let refused = try #require(strict.handle(seed).response)
             #expect(refused.status == 403)
             #expect(refused.headers["X-Content-Type-Options"] == "nosniff")
             let lenient = try ResourceEngine(source: source, configuration: EngineConfiguration(bodyProof: .notRequired))
-            let restored = try #require(await lenient.handle(seed).miss)
+            let restored = try #require(lenient.handle(seed).miss)
             #expect(restored.request.method == "POST")
             #expect(restored.request.body == Array("user=alice&password=hunter2".utf8))
         }

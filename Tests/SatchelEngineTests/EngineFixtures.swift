@@ -56,6 +56,6 @@ func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] { (0..<count).map { UInt8(t
 
 extension ResourceEngine {
     func get(_ url: String, _ headers: HTTPHeaders = HTTPHeaders(), method: RequestMethod = .get) async -> EngineResult {
-        await handle(ResourceRequest(method: method, url: url, headers: headers))
+        handle(ResourceRequest(method: method, url: url, headers: headers))
     }
 }

@@ -17,10 +17,6 @@ final class ScriptedFetcher: NetworkFetcher, @unchecked Sendable {
 
     init(_ script: Script) { self.script = script }
 
-    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
-        throw FetchError.connectionFailed("only the executor path is scripted")
-    }
-
     func fetch(
         _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
         completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
@@ -60,7 +56,6 @@ final class ScriptedFetcher: NetworkFetcher, @unchecked Sendable {
 /// A fetcher that wraps another and passes everything on, as the HTTP cache does.
 struct PassThrough: NetworkFetcher {
     let inner: any NetworkFetcher
-    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse { try await inner.fetch(request, timeouts: timeouts) }
     func fetch(
         _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
         completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
@@ -95,7 +90,7 @@ struct LoaderTests {
 
     @Test("a package hit is answered before start returns, and the completion is never called")
     func hitAnswersAtOnce() async throws {
-        try await withTemporaryFolder { folder in
+        try withTemporaryFolder { folder in
             let fetcher = ScriptedFetcher(.hang)
             let loader = try loader(folder, fetcher: fetcher)
             let answers = Answers()
@@ -108,7 +103,7 @@ struct LoaderTests {
 
     @Test("a fetch that answers while the strategy runs is returned; one that answers later comes once, on the caller's executor")
     func networkAnswers() async throws {
-        try await withTemporaryFolder { folder in
+        try withTemporaryFolder { folder in
             let atOnce = try loader(folder + "/a", fetcher: ScriptedFetcher(.answerAtOnce(201)))
             guard case .answered(let answer) = atOnce.start(ResourceRequest(url: "satchel://m.shop.com/api"), on: InlineExecutor.shared, completion: { _ in }) else {
                 Issue.record("an answer inside start was not returned"); return
@@ -144,7 +139,7 @@ struct LoaderTests {
 
     @Test("cancelling a pending load cancels its fetch and still answers once")
     func cancelling() async throws {
-        try await withTemporaryFolder { folder in
+        try withTemporaryFolder { folder in
             let fetcher = ScriptedFetcher(.hang)
             let loader = try loader(folder, fetcher: fetcher)
             let answers = Answers()
@@ -179,9 +174,9 @@ struct LoaderTests {
         ("/absent.js", .offlineOnly, "response 404"), ("/index.html", .networkOnly, "miss networkRoute"),
     ])
     func engineAlone(path: String, strategy: Strategy, expected: String) async throws {
-        try await withTemporaryFolder { folder in
+        try withTemporaryFolder { folder in
             let loader = try loader(folder, fetcher: ScriptedFetcher(.hang), routes: [try Route(prefix: "/", strategy: strategy)])
-            switch loader.engine.handleSynchronously(ResourceRequest(url: "satchel://m.shop.com" + path)) {
+            switch loader.engine.handle(ResourceRequest(url: "satchel://m.shop.com" + path)) {
             case .response(let response): #expect("response \(response.status)" == expected)
             case .miss(let miss): #expect("miss \(miss.reason)" == expected)
             }

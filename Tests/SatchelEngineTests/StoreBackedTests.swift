@@ -65,7 +65,7 @@ struct StoreBackedTests {
             let answered = DispatchSemaphore(value: 0)
             let body = Locked<[UInt8]?>(nil)
             Thread {
-                let result = engine.handleSynchronously(ResourceRequest(url: "satchel://m.shop.com/"))
+                let result = engine.handle(ResourceRequest(url: "satchel://m.shop.com/"))
                 if case .response(let response) = result, case .bytes(let bytes) = response.body { body.withLock { $0 = bytes } }
                 answered.signal()
             }.start()

@@ -5,7 +5,7 @@ import SatchelHTTP
 /// An in-memory HTTP origin behind the NetworkFetcher seam: serves files with strong ETags, honours Range and
 /// If-Range (RFC 9110 14.2 and 13.1.5) and If-None-Match, logs every request, and can cut a response short
 /// the way a dropped connection does.
-final class FakeOrigin: NetworkFetcher, @unchecked Sendable {
+final class FakeOrigin: AsyncNetworkFetcher, @unchecked Sendable {
     struct File {
         var bytes: [UInt8]
         var etag: String
@@ -34,7 +34,7 @@ final class FakeOrigin: NetworkFetcher, @unchecked Sendable {
 
     var requests: [Logged] { lock.withLock { log } }
 
-    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+    func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         let (file, cut, fail): (File?, Int?, Bool) = lock.withLock {
             let fail = (failures[request.url] ?? 0) > 0
             if fail { failures[request.url]! -= 1 }

@@ -390,7 +390,7 @@ final class HoldingTask: SchemeTask, @unchecked Sendable {
 }
 
 /// An upstream that holds every request until `open()`, and records whether each was answered or cancelled first.
-final class GatedFetcher: NetworkFetcher, @unchecked Sendable {
+final class GatedFetcher: AsyncNetworkFetcher, @unchecked Sendable {
     private let lock = NSLock()
     private var gate: [CheckedContinuation<Void, Never>] = []
     private var isOpen = false
@@ -410,7 +410,7 @@ final class GatedFetcher: NetworkFetcher, @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+    func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         let path = RequestURL(request.url)?.rawPath ?? request.url
         lock.withLock { seen[path] = request }
         await withCheckedContinuation { continuation in
@@ -448,9 +448,9 @@ final class GatedFetcher: NetworkFetcher, @unchecked Sendable {
 }
 
 /// An upstream whose body breaks after its first chunk.
-struct BreakingFetcher: NetworkFetcher {
+struct BreakingFetcher: AsyncNetworkFetcher {
     struct Broken: Error {}
-    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+    func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         continuation.yield(Array(repeating: 7, count: 1000))
         continuation.finish(throwing: Broken())

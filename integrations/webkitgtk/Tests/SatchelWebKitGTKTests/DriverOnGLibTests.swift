@@ -33,12 +33,12 @@ final class StreamTask: SchemeTask, @unchecked Sendable {
 }
 
 /// An upstream whose body never ends, recording whether its reader was cancelled.
-final class EndlessUpstream: NetworkFetcher, BodyReader, @unchecked Sendable {
+final class EndlessUpstream: AsyncNetworkFetcher, BodyReader, @unchecked Sendable {
     private let lock = NSLock()
     private var wasCancelled = false
     var cancelled: Bool { lock.withLock { wasCancelled } }
 
-    func fetch(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+    func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
         ResourceResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: .stream(BodyStream(reader: self)))
     }
 
