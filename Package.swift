@@ -3,7 +3,7 @@ import PackageDescription
 
 // Layers, bottom to top (each imports only those below it). Device side (what an app links: no system library but
 // zlib, checked by tools/test): SatchelPlatform, SatchelCore, SatchelArchive, SatchelBundle, SatchelStore, SatchelHTTP,
-// SatchelCache, SatchelEngine, SatchelWebKit, SatchelUpdate. Publishing side (CI and servers): SatchelPublishing
+// SatchelCache, SatchelEngine, SatchelHost, SatchelWebKit, SatchelUpdate. Publishing side (CI and servers): SatchelPublishing
 // (libarchive), SatchelNetwork, SatchelServer, SatchelOptions, satchel.
 //   SatchelPlatform the one home of platform calls (file times, read/write loops, flushing, syncfs, flock) and the
 //                   privacy manifest Apple asks of an SDK that makes them
@@ -17,9 +17,11 @@ import PackageDescription
 //   SatchelEngine   URL -> package file -> HTTP response, strategies, the network fallback (above HTTP and Core;
 //                   the store plugs in as a PackageSource)
 //   SatchelNetwork  a NetworkFetcher: a small HTTP/1.1 client on SwiftNIO (above HTTP)
-//   SatchelServer   satchel serve: the engine over HTTP/1.1 (above the engine and the network module)
+//   SatchelServer   satchel serve: the request layer over HTTP/1.1 (above SatchelHost and the network module)
 //   SatchelCache    the HTTP cache (RFC 9111) on disk, a NetworkFetcher around another (above HTTP)
-//   SatchelWebKit   the WebKit adapters' platform-neutral part and the Apple adapter (above the engine)
+//   SatchelHost     the request layer every host shares (RequestLayer, HostConfiguration: endpoints, the hook, cookies,
+//                   redirects as pages) and the container parts both WebKit adapters use (above the engine)
+//   SatchelWebKit   the Apple adapter and URLSessionFetcher (above SatchelHost, which it re-exports)
 //   SatchelUpdate   catalog, resumable downloads, delta install: above the store and the HTTP seam
 //   SatchelOptions  command-line options shared by every engine host (the CLI, the WebKitGTK viewer)
 //   satchel         the CLI
@@ -35,6 +37,7 @@ let package = Package(
         .library(name: "SatchelHTTP", targets: ["SatchelHTTP"]),
         .library(name: "SatchelCache", targets: ["SatchelCache"]),
         .library(name: "SatchelEngine", targets: ["SatchelEngine"]),
+        .library(name: "SatchelHost", targets: ["SatchelHost"]),
         .library(name: "SatchelWebKit", targets: ["SatchelWebKit"]),
         .library(name: "SatchelUpdate", targets: ["SatchelUpdate"]),
         .library(name: "SatchelNetwork", targets: ["SatchelNetwork"]),
@@ -98,9 +101,12 @@ let package = Package(
         // Above SatchelHTTP and SatchelCore only: it reads packages through SatchelCore's PackageSource, which the
         // store implements, and fetches through SatchelHTTP's NetworkFetcher, which SatchelNetwork implements.
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"], resources: [.copy("Hook")]),
-        // The WKURLSchemeHandler and URLSessionFetcher (Apple platforms' HTTP stack) and the platform-neutral task
-        // driver (tested on Linux, URLSessionFetcher through FoundationNetworking).
-        .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
+        // The request layer between the loader and every host (the server, both WebKit adapters), and the
+        // platform-neutral container parts: the scheme-task driver, the cookie jar, the bridge, white-screen recovery.
+        .target(name: "SatchelHost", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
+        // The WKURLSchemeHandler and the web views on Apple platforms, and URLSessionFetcher (their HTTP stack; tested
+        // on Linux through FoundationNetworking).
+        .target(name: "SatchelWebKit", dependencies: ["SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCore"]),
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
         // NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
         .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
@@ -122,7 +128,7 @@ let package = Package(
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelCore", "SatchelStore", "SatchelNetwork", "SatchelPlatform",
+                "SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCache", "SatchelCore", "SatchelStore", "SatchelNetwork", "SatchelPlatform",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -186,6 +192,7 @@ let package = Package(
             exclude: ["Resources"]),
         .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelHTTP", "SatchelCore"]),
         .testTarget(name: "SatchelCacheTests", dependencies: ["SatchelCache", "SatchelHTTP", "SatchelNetwork", "SatchelCore", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelHostTests", dependencies: ["SatchelHost", "SatchelWebKit", "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
         .testTarget(name: "SatchelWebKitTests", dependencies: ["SatchelWebKit", "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
         // A child process for the network fallback's memory test (peak RSS must be measured in a fresh process).
         .executableTarget(name: "SatchelNetworkProbe", dependencies: ["SatchelNetwork", "SatchelEngine", "SatchelHTTP", "SatchelCore"], path: "Tests/SatchelNetworkProbe"),

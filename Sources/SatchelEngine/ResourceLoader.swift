@@ -196,10 +196,3 @@ final class Load: StrategyLoad, FetchHandle, @unchecked Sendable {
         inFlight?.cancel()
     }
 }
-
-/// A task as a ``FetchHandle``.
-private final class TaskHandle: FetchHandle {
-    private let task: Task<Void, Never>
-    init(_ task: Task<Void, Never>) { self.task = task }
-    func cancel() { task.cancel() }
-}

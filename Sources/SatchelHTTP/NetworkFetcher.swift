@@ -118,23 +118,24 @@ public protocol FetchHandle: AnyObject, Sendable {
 
 /// Async work run in a task for a callback caller (``AsyncNetworkFetcher``): its result is delivered on the caller's
 /// executor; cancelling the handle cancels the task, which cancels the upstream request.
-final class TaskFetch: FetchHandle {
-    private let task: Task<Void, Never>
-
-    private init(_ task: Task<Void, Never>) { self.task = task }
-
+enum TaskFetch {
     static func start(
         on executor: any AnswerExecutor, completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void,
         _ work: @escaping @Sendable () async throws -> ResourceResponse
-    ) -> TaskFetch {
-        TaskFetch(Task {
+    ) -> TaskHandle {
+        TaskHandle(Task {
             let result: Result<ResourceResponse, any Error>
             do { result = .success(try await work()) } catch { result = .failure(error) }
             executor.execute { completion(result) }
         })
     }
+}
 
-    func cancel() { task.cancel() }
+/// A task as a ``FetchHandle``: cancelling the handle cancels the task.
+package final class TaskHandle: FetchHandle {
+    private let task: Task<Void, Never>
+    package init(_ task: Task<Void, Never>) { self.task = task }
+    package func cancel() { task.cancel() }
 }
 
 /// How long a fetch may wait, and for what. There is deliberately no total: a response whose bytes keep coming

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import SatchelHTTP
 
 /// The life of one HTTP/1.1 connection as transitions that return what to do (the style of swift-nio's
 /// `HTTPServerPipelineHandler`): which request to answer next, what to refuse, when to read, when to close.
@@ -41,6 +42,16 @@ struct ConnectionStateMachine {
         case headersTooLarge
         case malformed
         case requestTimeout
+
+        /// The answer that ends the connection.
+        func response(_ limits: Limits) -> ResourceResponse {
+            switch self {
+            case .bodyTooLarge: .error(HTTPStatus.contentTooLarge, "request body over \(limits.maxBodyBytes) bytes")
+            case .headersTooLarge: .error(HTTPStatus.fieldsTooLarge, "request headers over the limit")
+            case .malformed: .error(HTTPStatus.badRequest, "malformed HTTP request")
+            case .requestTimeout: .error(HTTPStatus.requestTimeout, "request not received within \(limits.readTimeout.nanoseconds / 1_000_000_000) s")
+            }
+        }
     }
 
     enum Action {

@@ -222,7 +222,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func answer(_ head: HTTPRequestHead, body: ByteBuffer?, keepAlive: Bool, context: ChannelHandlerContext) {
         let target: RequestTarget
         do { target = try RequestTarget(head: head) } catch {
-            respond(ServerResponder.error(400, error.description), isHead: false, version: head.version, keepAlive: false, flush: true, context: context)
+            respond(.error(HTTPStatus.badRequest, error.description), isHead: false, version: head.version, keepAlive: false, flush: true, context: context)
             return
         }
         let destination = responder.destination(of: target)
@@ -248,7 +248,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if awaited?.serial == serial { pending = .load(handle) }
         case .now(let response, let fromPackage):
             awaited = nil
-            if let reuseKey, fromPackage || response.reuse != nil, response.status == 200, case .bytes(let bytes) = response.body,
+            if let reuseKey, fromPackage || response.reuse != nil, response.status == HTTPStatus.ok, case .bytes(let bytes) = response.body,
                 bytes.count <= EncodedResponseCache.maxBodyBytes
             {
                 var buffer = context.channel.allocator.buffer(capacity: 512 + bytes.count)
@@ -257,7 +257,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 // Stored under the generation read before answering: an activation in between makes it stale, never wrong.
                 // An HTTP cache hit is kept only as long as its stored response says (``AnswerReuse``).
                 cache?.store(reuseKey, EncodedResponseCache.Entry(
-                    generation: generation, bytes: buffer, status: 200, outcome: fromPackage ? AnswerLabel.package(status: 200) : .network,
+                    generation: generation, bytes: buffer, status: HTTPStatus.ok, outcome: fromPackage ? .offlineHit : .network,
                     reuse: response.reuse))
                 finish(keepOpen: true, flush: false, last: buffer, context: context)
                 return
@@ -476,14 +476,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// An error answer that ends the connection (the request cannot be trusted any further).
     private func refuse(_ refusal: ConnectionStateMachine.Refusal, context: ChannelHandlerContext) {
-        let (status, message): (Int, String)
-        switch refusal {
-        case .bodyTooLarge: (status, message) = (413, "request body over \(machine.limits.maxBodyBytes) bytes")
-        case .headersTooLarge: (status, message) = (431, "request headers over the limit")
-        case .malformed: (status, message) = (400, "malformed HTTP request")
-        case .requestTimeout: (status, message) = (408, "request not received within \(machine.limits.readTimeout.nanoseconds / 1_000_000_000) s")
-        }
-        respond(ServerResponder.error(status, message), isHead: false, version: .http1_1, keepAlive: false, flush: true, context: context)
+        respond(refusal.response(machine.limits), isHead: false, version: .http1_1, keepAlive: false, flush: true, context: context)
     }
 
     // MARK: CONNECT
@@ -491,7 +484,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The tunnel could not be opened: answer and close.
     func tunnelRefused(status: Int, message: String, context: ChannelHandlerContext) {
         machine.tunnelRefused()
-        respond(ServerResponder.error(status, message), isHead: false, version: .http1_1, keepAlive: false, flush: true, context: context)
+        respond(.error(status, message), isHead: false, version: .http1_1, keepAlive: false, flush: true, context: context)
     }
 }
 

@@ -68,11 +68,8 @@ public final class LocalServer: Sendable {
         let limits = configuration.limits
         let connect = ConnectTunnel(allowed: configuration.allowedUpstreams, overrides: configuration.upstreamOverrides, ports: configuration.connectPorts)
         let children = self.children
-        // The engine names the request fields that change its answers; the hook injection adds one of its own, and the
-        // HTTP cache's answers change with the request's cache directives.
-        let cache = EncodedResponseCache(
-            varying: responder.loader.engine.headersThatChangeResponses + (configuration.injectHook ? [RequestField.secFetchDest.rawValue] : [])
-                + (responder.cache == nil ? [] : ["Cache-Control", "Pragma"]))
+        // The request layer names the request fields its answers depend on.
+        let cache = EncodedResponseCache(varying: responder.layer.fieldsThatChangeAnswers)
         Self.instantiateHandlerTypes()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 512)

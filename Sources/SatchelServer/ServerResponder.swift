@@ -5,6 +5,7 @@ import SatchelCore
 import NIOCore
 import SatchelEngine
 import SatchelHTTP
+import SatchelHost
 import SatchelNetwork
 import SatchelStore
 
@@ -15,11 +16,13 @@ protocol LoopAnswerReceiver: AnyObject {
 }
 
 /// Everything `satchel serve` does with one request, independent of the socket: map origin-form and
-/// absolute-form targets to the URL the engine sees, answer the `/_satchel/` endpoints, drop bodies when
-/// emulating WebKit, run the engine and the network fallback, inject the hook into HTML, and record the
-/// outcome for the status page.
+/// absolute-form targets to the URL the engine sees, answer the server's own `/_satchel/` endpoints (status, reports,
+/// the hook's script) and published files, hand everything else to the ``RequestLayer`` (the body store, the engine,
+/// the network, the hook in pages: the policy every host shares), and record the outcome for the status page.
 public final class ServerResponder: Sendable {
-    public let loader: ResourceLoader
+    /// The request layer, with satchel serve's ``HostConfiguration``.
+    public let layer: RequestLayer
+    public var loader: ResourceLoader { layer.loader }
     public let store: PackageStore
     public let configuration: ServerConfiguration
     public let log: RequestLog
@@ -34,7 +37,9 @@ public final class ServerResponder: Sendable {
         logger: Logger = Logger(label: "satchel.access"), cache: HTTPCache? = nil
     ) {
         self.store = store
-        self.loader = loader
+        layer = RequestLayer(
+            loader: loader,
+            configuration: .server(injectHook: configuration.injectHook, upstreams: configuration.allowedUpstreams, emulateBodyLoss: configuration.emulateBodyLoss))
         self.cache = cache
         self.configuration = configuration
         self.log = log
@@ -109,7 +114,7 @@ public final class ServerResponder: Sendable {
         return own.hosts.contains(target.host) && (target.port ?? defaultPort) == own.port
     }
 
-    /// The full path: endpoints, published files, the engine and the network, with the outcome recorded.
+    /// The full path: endpoints, published files, then the request layer, with the outcome recorded.
     func respond(to request: ServerRequest, destination: Destination) async -> ResourceResponse {
         let started = ContinuousClock.now
         let (response, outcome, channel) = await answer(request, destination: destination)
@@ -127,47 +132,23 @@ public final class ServerResponder: Sendable {
         case later(any FetchHandle)
     }
 
-    /// A ``LoopAnswer/later(_:)`` with nothing to cancel (a page read in a task that ends by itself).
-    private final class NoHandle: FetchHandle {
-        func cancel() {}
-    }
-
-    /// The fast path: the loader on the connection's event loop, so a package hit is answered at once and a miss
-    /// is fetched on the same loop (``NIOFetcher`` runs its exchange there), with no task or thread hop. Nil when the
-    /// request needs ``respond(to:destination:)``: an endpoint or published files.
+    /// The fast path: the request layer on the connection's event loop, so a package hit is answered at once and a
+    /// miss is fetched on the same loop (``NIOFetcher`` runs its exchange there), with no task or thread hop. Nil when
+    /// the request needs ``respond(to:destination:)``: an endpoint or published files.
     func answerOnEventLoop(_ request: ServerRequest, destination: Destination, executor: EventLoopExecutor, receiver: some LoopAnswerReceiver) -> LoopAnswer? {
         let started = ContinuousClock.now
         guard let url = engineURL(destination) else { return nil }
         let bound = NIOLoopBound(receiver, eventLoop: executor.eventLoop)
-        let start = loader.start(engineRequest(request, url: url), on: executor) { answer in
-            self.finished(answer, request, started: started, executor: executor) { bound.value.answerArrived($0) }
+        let start = layer.start(ResourceRequest(method: request.method, url: url, headers: request.headers, body: request.body), on: executor) { answer in
+            self.record(request, answer, started: started)
+            bound.value.answerArrived(answer.response)
         }
         switch start {
         case .pending(let handle):
             return .later(handle)
         case .answered(let answer):
-            guard !isHTMLStream(answer.response, answer.outcome) else {
-                // HTML the engine decodes as it sends (a large page of a built-in bundle) gets the hook once it is read,
-                // in a task; its answer comes to the receiver like the network's.
-                finished(answer, request, started: started, executor: executor) { bound.value.answerArrived($0) }
-                return .later(NoHandle())
-            }
-            return .now(finished(answer.response, answer.outcome, answer.bodyChannel, request, started: started), fromPackage: answer.outcome == .package)
-        }
-    }
-
-    /// Decorates and records an answer that arrives on the event loop after the fast path returned, and hands it on
-    /// there; HTML the hook must go into is read first, in a task, and handed on back on the loop.
-    private func finished(
-        _ answer: ResourceLoader.Answer, _ request: ServerRequest, started: ContinuousClock.Instant, executor: EventLoopExecutor,
-        deliver: @escaping @Sendable (ResourceResponse) -> Void
-    ) {
-        guard isHTMLStream(answer.response, answer.outcome) else {
-            return deliver(finished(answer.response, answer.outcome, answer.bodyChannel, request, started: started))
-        }
-        Task {
-            let response = await readingHTMLStream(answer.response)
-            executor.execute { deliver(self.finished(response, answer.outcome, answer.bodyChannel, request, started: started)) }
+            record(request, answer, started: started)
+            return .now(answer.response, fromPackage: answer.fromPackage)
         }
     }
 
@@ -181,18 +162,9 @@ public final class ServerResponder: Sendable {
         }
     }
 
-    /// How the status page names a package answer.
     /// Logs a request answered from ``EncodedResponseCache`` (the engine's answer, reused).
     func recordReused(target: RequestTarget, status: Int, outcome: AnswerLabel) {
         record(.get, target, status: status, outcome: outcome, channel: .none, started: ContinuousClock.now)
-    }
-
-    /// The request as the engine sees it, with the body dropped when emulating WebKit's loss.
-    private func engineRequest(_ request: ServerRequest, url: String) -> ResourceRequest {
-        guard configuration.emulateBodyLoss else { return ResourceRequest(method: request.method, url: url, headers: request.headers, body: request.body) }
-        var headers = request.headers
-        headers.remove("Content-Length")
-        return ResourceRequest(method: request.method, url: url, headers: headers, body: nil)
     }
 
     private func record(_ method: RequestMethod, _ target: RequestTarget, status: Int, outcome: AnswerLabel, channel: BodyChannel, started: ContinuousClock.Instant) {
@@ -210,13 +182,24 @@ public final class ServerResponder: Sendable {
         }
     }
 
+    private func record(_ request: ServerRequest, _ answer: RequestLayer.Answer, started: ContinuousClock.Instant) {
+        record(request.method, request.target, status: answer.response.status, outcome: answer.label, channel: answer.bodyChannel, started: started)
+    }
+
     private func answer(_ request: ServerRequest, destination: Destination) async -> (ResourceResponse, AnswerLabel, BodyChannel) {
         let url: String
         switch destination {
         case .endpoint:
+            if request.target.path.hasPrefix(HookScript.Configuration.defaultBodyEndpoint) {
+                // The body store is the request layer's: under the host the request names.
+                url = Self.httpsURL(host: request.target.host, request.target.pathAndQuery)
+                break
+            }
             return (await satchelEndpoint(method: request.method, path: String(request.target.path), headers: request.headers, body: request.body), .endpoint, .none)
         case .server:
-            return (ResourceResponse(status: 204, headers: ["Allow": "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE", "Content-Length": "0"]), .endpoint, .none)
+            var response = ResourceResponse.noContent
+            response.headers.set(ResponseField.allow, "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE")
+            return (response, .endpoint, .none)
         case .engine(let engineURL):
             url = engineURL
         case .ownAddress(let engineURL):
@@ -228,103 +211,32 @@ public final class ServerResponder: Sendable {
             }
             url = engineURL
         }
-        let answer = await loader.respond(to: engineRequest(request, url: url))
-        let response = isHTMLStream(answer.response, answer.outcome) ? await readingHTMLStream(answer.response) : answer.response
-        return (decorated(response, answer.outcome, for: request), AnswerLabel(answer.outcome, status: response.status), answer.bodyChannel)
+        let answer = await layer.respond(to: ResourceRequest(method: request.method, url: url, headers: request.headers, body: request.body))
+        return (answer.response, answer.label, answer.bodyChannel)
     }
 
-    /// A package page that arrives as a stream, read whole (bounded), so the hook can go in like any other page's.
-    private func readingHTMLStream(_ response: ResourceResponse) async -> ResourceResponse {
-        guard case .stream(let stream) = response.body,
-            (response.body.knownLength ?? Int64(response.headers["Content-Length"] ?? "") ?? .max) <= Self.largestHookedPage
-        else { return response }
-        var bytes: [UInt8] = []
-        do { for try await chunk in stream { bytes += chunk } } catch { return .error(500, "cannot read the page: \(error)") }
-        var read = response
-        read.body = .bytes(bytes)
-        return read
-    }
-
-    /// Pages larger than this are passed through without the hook (HTML pages are small; this bounds memory).
-    static let largestHookedPage: Int64 = 4 << 20
-
-    /// A package's HTML arriving as a stream, which the hook injection must read first.
-    private func isHTMLStream(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome) -> Bool {
-        guard configuration.injectHook, outcome == .package, case .stream = response.body else { return false }
-        return response.headers["Content-Type"]?.hasPrefix("text/html") == true
-    }
-
-    /// An engine or network answer as the client gets it: the hook injected into HTML the package served.
-    private func decorated(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome, for request: ServerRequest) -> ResourceResponse {
-        guard configuration.injectHook, outcome == .package || outcome == .offlinePage || outcome == .packageAfterNetworkFailure else { return response }
-        return injectingHook(into: response, for: request)
-    }
-
-    /// Decorates and records an answer made on the event loop.
-    private func finished(_ response: ResourceResponse, _ outcome: ResourceLoader.Outcome, _ channel: BodyChannel, _ request: ServerRequest, started: ContinuousClock.Instant) -> ResourceResponse {
-        let response = decorated(response, outcome, for: request)
-        record(request.method, request.target, status: response.status, outcome: AnswerLabel(outcome, status: response.status), channel: channel, started: started)
-        return response
-    }
-
-    // MARK: /_satchel/
+    // MARK: The server's own /_satchel/ endpoints
 
     private func satchelEndpoint(method: RequestMethod, path: String, headers: HTTPHeaders, body: [UInt8]?) async -> ResourceResponse {
         let route = String(path.split(separator: "?", maxSplits: 1)[0])
         switch (method, route) {
         case (.get, "/_satchel/hook.js"), (.head, "/_satchel/hook.js"):
             // Without the secret: any site can load a script from the server's address.
-            return Self.text(200, hookScript(withSecret: false), type: "text/javascript; charset=utf-8")
-        case (.post, _) where route.hasPrefix(HookScript.Configuration.defaultBodyEndpoint):
-            let id = String(route.dropFirst(HookScript.Configuration.defaultBodyEndpoint.count))
-            let channels = loader.engine.configuration.bodyChannels ?? BodyChannels()
-            do {
-                // The same proof as a restored body's, bound to the id: only the app's hook can fill the store.
-                try loader.engine.proofCheck?.verify(headers[channels.proofHeader].map { Substring($0) }, channel: .bodyStore, binding: id)
-            } catch {
-                return Self.error(403, error.description)
-            }
-            do {
-                try loader.engine.bodyStore.put(id, StoredBody(bytes: body ?? [], contentType: headers["Content-Type"], method: headers[channels.methodHeader]))
-                return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
-            } catch {
-                let status: Int
-                switch error {
-                case .bodyTooLarge, .storeFull, .tooManyBodies: status = 413
-                case .invalidID: status = 400
-                }
-                return Self.error(status, error.description)
-            }
+            return .text(layer.inlineHookScript(withSecret: false), type: "text/javascript; charset=utf-8")
         case (.post, "/_satchel/reports") where reports != nil:
             do {
                 reports!.append(try DeviceReport.decode(body ?? []), via: "post")
-                return ResourceResponse(status: 204, headers: ["Content-Length": "0", "Cache-Control": "no-store"])
+                return .noContent
             } catch {
-                return Self.error(400, error.description)
+                return .error(HTTPStatus.badRequest, error.description)
             }
         case (.get, "/_satchel/status.json"):
-            return Self.text(200, statusJSON(), type: "application/json; charset=utf-8")
+            return .text(statusJSON(), type: "application/json; charset=utf-8")
         case (.get, "/_satchel/"), (.get, "/_satchel"):
-            return Self.text(200, StatusPage.html(packages: (try? store.list()) ?? [], requests: log.recent, configuration: configuration), type: "text/html; charset=utf-8")
+            return .text(StatusPage.html(packages: (try? store.list()) ?? [], requests: log.recent, configuration: configuration), type: "text/html; charset=utf-8")
         default:
-            return Self.error(404, "no such satchel endpoint: \(method) \(route)")
+            return .error(HTTPStatus.notFound, "no such satchel endpoint: \(method) \(route)")
         }
-    }
-
-    /// The hook, configured for every host the installed packages claim (http and https) and the upstreams, with
-    /// the launch's proof secret when it goes inline into a page.
-    func hookScript(withSecret: Bool = true) -> String {
-        var origins: [String] = []
-        for package in loader.engine.servedPackages {
-            for host in package.manifest.scope.hosts where !host.isWildcard {
-                origins += ["http://\(host.value)", "https://\(host.value)"]
-                origins += loader.engine.configuration.customSchemes.sorted().map { "\($0)://\(host.value)" }
-            }
-        }
-        for host in configuration.allowedUpstreams where !host.isWildcard { origins += ["http://\(host.value)", "https://\(host.value)"] }
-        return HookScript.render(HookScript.Configuration(
-            channels: loader.engine.configuration.bodyChannels ?? BodyChannels(), origins: Array(Set(origins)).sorted(),
-            proofSecret: withSecret ? loader.engine.bodyProofSecret : nil))
     }
 
     func statusJSON() -> String {
@@ -354,49 +266,4 @@ public final class ServerResponder: Sendable {
             emulateBodyLoss: configuration.emulateBodyLoss, cache: summary)
         return String(decoding: (try? encoder.encode(status)) ?? Data("{}".utf8), as: UTF8.self)
     }
-
-    /// Adds `<script src="/_satchel/hook.js"></script>` as the first thing in `<head>` (or the document), so it
-    /// runs before the page's own scripts. HTML files are small; larger bodies are passed through untouched.
-    /// The hook goes inline into the app's own documents (HTML a package served, loaded as a page or a frame:
-    /// `Sec-Fetch-Dest` document, iframe or frame, or no such header), never into HTML a script fetches as data.
-    /// Inline, because its configuration carries the launch's secret: a `<script src>` URL could be loaded by any
-    /// site as a script and read through the hooks it installs.
-    private func injectingHook(into response: ResourceResponse, for request: ServerRequest) -> ResourceResponse {
-        if !RequestKind(request.headers).loadsDocument { return response }
-        guard response.status == 200 || response.status == 503, response.headers["Content-Type"]?.hasPrefix("text/html") == true else { return response }
-        let bytes: [UInt8]
-        switch response.body {
-        case .bytes(let all): bytes = all
-        case .file(let region) where region.length <= Self.largestHookedPage:
-            guard let all = try? region.readAll() else { return response }
-            bytes = all
-        default: return response
-        }
-        // `</` never appears inside the script element, so nothing in it can end the element early.
-        let tag = Array(("<script>" + hookScript().replacingOccurrences(of: "</", with: "<\\/") + "</script>").utf8)
-        var insertAt = 0
-        let lower = bytes.prefix(4096).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-        if let head = lower.firstRange(of: Array("<head".utf8)), let close = lower[head.upperBound...].firstIndex(of: UInt8(ascii: ">")) {
-            insertAt = close + 1
-        } else if let doctype = lower.firstRange(of: Array("<!doctype".utf8)), let close = lower[doctype.upperBound...].firstIndex(of: UInt8(ascii: ">")) {
-            insertAt = close + 1
-        }
-        var body = bytes
-        body.insert(contentsOf: tag, at: insertAt)
-        var headers = response.headers
-        headers.set("Content-Length", String(body.count))
-        if let etag = headers["ETag"] { headers.set("ETag", String(etag.dropLast()) + "-hook\"") }
-        return ResourceResponse(status: response.status, headers: headers, body: .bytes(body))
-    }
-
-    // MARK: Helpers
-
-    static func text(_ status: Int, _ text: String, type: String = "text/plain; charset=utf-8") -> ResourceResponse {
-        let body = Array(text.utf8)
-        return ResourceResponse(status: status, headers: ["Content-Type": type, "Content-Length": String(body.count), "Cache-Control": "no-store"], body: .bytes(body))
-    }
-
-    /// An error answer (``ResourceResponse/error(_:_:)``: plain text, `nosniff`, never cached).
-    static func error(_ status: Int, _ message: String) -> ResourceResponse { .error(status, message) }
-
 }

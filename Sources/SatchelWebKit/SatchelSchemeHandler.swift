@@ -1,6 +1,7 @@
 #if canImport(WebKit)
 import Foundation
 import SatchelCore
+import SatchelHost
 import SatchelEngine
 import WebKit
 
@@ -74,24 +75,23 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
 /// replies once the body is stored, so the page sends the request only when its body is waiting for it.
 @MainActor
 public final class SatchelBodyMessageHandler: NSObject, WKScriptMessageHandlerWithReply {
-    public let store: BodyStore
+    /// Stores what the page sends (``RequestLayer/storeBody(message:)``: the same rules as WebKitGTK's handler).
+    public let layer: RequestLayer
 
-    public init(store: BodyStore) {
-        self.store = store
+    public init(layer: RequestLayer) {
+        self.layer = layer
     }
 
     public func userContentController(
         _ userContentController: WKUserContentController, didReceive message: WKScriptMessage,
         replyHandler: @escaping @MainActor (Any?, String?) -> Void
     ) {
-        guard let object = message.body as? [String: Any], let id = object["id"] as? String,
-            let encoded = object["base64"] as? String, let bytes = Data(base64Encoded: encoded)
-        else {
-            replyHandler(nil, "satchelBody: expected {id, base64, contentType, method}")
-            return
-        }
+        let object = message.body as? [String: Any]
+        let received = BodyMessage(
+            id: object?["id"] as? String, base64: object?["base64"] as? String, contentType: object?["contentType"] as? String,
+            method: object?["method"] as? String)
         do {
-            try store.put(id, StoredBody(bytes: Array(bytes), contentType: object["contentType"] as? String, method: object["method"] as? String))
+            try layer.storeBody(message: received)
             replyHandler(true, nil)
         } catch {
             replyHandler(nil, error.description)

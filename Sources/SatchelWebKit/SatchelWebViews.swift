@@ -1,6 +1,7 @@
 #if canImport(WebKit)
 import Foundation
 import SatchelCore
+import SatchelHost
 import SatchelEngine
 import SatchelHTTP
 import WebKit
@@ -30,9 +31,11 @@ public final class SatchelWebViews {
     public let processPool: WKProcessPool
     /// The app's HTTP cache, when the fetcher has one.
     public let responseCache: (any ResponseCache)?
+    /// The request layer every task goes through, with a WebKit adapter's ``HostConfiguration``.
+    public let layer: RequestLayer
     /// What each view gets for the app's pages (nil: no hook, and every request that may carry a body is refused by
     /// the engine): the one page set-up both WebKit adapters install.
-    public let pageSetup: PageSetup?
+    public var pageSetup: PageSetup? { layer.pageSetup }
     /// The hook's source (``PageSetup/script``).
     public var hookScript: String? { pageSetup?.script }
     /// The origins the hook serves: native code calls into a view only while it shows one.
@@ -66,13 +69,13 @@ public final class SatchelWebViews {
         cookies = AppCookieJar(store: WKCookieStoreAdapter(store: dataStore.httpCookieStore), customSchemes: engine.configuration.customSchemes)
         var policy = policy
         policy.cookies = cookies
-        driver = SchemeTaskDriver(loader: ResourceLoader(engine: engine, fetcher: fetcher, policy: policy), queue: .main, cookies: cookies)
+        layer = RequestLayer(loader: ResourceLoader(engine: engine, fetcher: fetcher, policy: policy), configuration: .webKit(hook: hook, cookies: cookies))
+        driver = SchemeTaskDriver(layer: layer, queue: .main)
         schemeHandler = SatchelSchemeHandler(driver: driver)
-        bodies = SatchelBodyMessageHandler(store: engine.bodyStore)
+        bodies = SatchelBodyMessageHandler(layer: layer)
         bridge = AppBridge(proofCheck: engine.proofCheck)
         bridgeMessages = SatchelBridgeMessageHandler(bridge: bridge)
         recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
-        pageSetup = PageSetup(hook: hook, engine: engine)
         let responseCache = fetcher.responseCache
         self.responseCache = responseCache
         let jarChanged: @Sendable (AppCookieJar.Change) -> Void = { [weak self] change in

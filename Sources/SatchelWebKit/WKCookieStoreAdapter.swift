@@ -1,6 +1,7 @@
 #if canImport(WebKit)
 import Foundation
 import SatchelCore
+import SatchelHost
 import WebKit
 
 /// `WKHTTPCookieStore` (a `WKWebsiteDataStore`'s) as the ``CookieStore`` of the app's ``AppCookieJar``: the cookies

@@ -1,6 +1,7 @@
 #if canImport(WebKit)
 import Foundation
 import SatchelCore
+import SatchelHost
 import SatchelEngine
 import SatchelHTTP
 import WebKit

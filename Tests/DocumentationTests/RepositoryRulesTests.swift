@@ -32,4 +32,24 @@ struct RepositoryRulesTests {
         }
         #expect(offenders.isEmpty, "read these through RequestField:\n\(offenders.joined(separator: "\n"))")
     }
+
+    @Test("the hosts translate types and do I/O: no host file names a header field or picks a status by number (the request layer and HTTP's named fields and statuses do)")
+    func hostsHoldNoPolicyLiterals() throws {
+        let hosts = [
+            "Sources/SatchelServer/HTTPConnectionHandler.swift", "Sources/SatchelServer/ServerResponder.swift",
+            "Sources/SatchelWebKit/SatchelWebViews.swift", "Sources/SatchelWebKit/SatchelSchemeHandler.swift",
+            "integrations/webkitgtk/Sources/SatchelWebKitGTK/SatchelWebContext.swift",
+            "integrations/webkitgtk/Sources/SatchelWebKitGTK/BodyMessageHandler.swift",
+        ]
+        let fieldName = try Regex(#""((Content|Cache|Set|X|Sec|If|Access|Transfer|Accept|Last)-[A-Za-z-]+|Location|ETag|Allow|Accept|Range|Origin|Cookie|Vary|Host)""#)
+        let status = try Regex(#"(status\s*(==|!=|:|=)\s*|\.error\(|Self\.text\()[1-5][0-9][0-9]\b"#)
+        var offenders: [String] = []
+        for file in hosts {
+            for (number, line) in try Repository.text(file).split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") && (line.contains(fieldName) || line.contains(status)) {
+                offenders.append("\(file):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(offenders.isEmpty, "move these into the request layer, or name them (ResponseField, RequestField, HTTPStatus):\n\(offenders.joined(separator: "\n"))")
+    }
 }

@@ -34,9 +34,10 @@ let package = Package(
             "SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelPlatform",
         ]),
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"], resources: [.copy("Hook")]),
-        .target(name: "SatchelWebKit", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore", "WebKit"]),
+        .target(name: "SatchelHost", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
+        .target(name: "SatchelWebKit", dependencies: ["SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCore", "WebKit"]),
         .executableTarget(name: "apple-typecheck", dependencies: [
-            "SatchelWebKit", "WebKit", "SatchelUpdate", "SatchelStore", "SatchelCache", "SatchelBundle", "SatchelArchive",
+            "SatchelWebKit", "SatchelHost", "WebKit", "SatchelUpdate", "SatchelStore", "SatchelCache", "SatchelBundle", "SatchelArchive",
         ]),
     ]
 )

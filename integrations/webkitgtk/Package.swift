@@ -27,6 +27,7 @@ let package = Package(
             dependencies: [
                 "CWebKitGTK", "CSatchelGLib",
                 .product(name: "SatchelWebKit", package: "Satchel"),
+                .product(name: "SatchelHost", package: "Satchel"),
                 .product(name: "SatchelEngine", package: "Satchel"),
                 .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelCache", package: "Satchel"),
@@ -37,6 +38,7 @@ let package = Package(
             dependencies: [
                 "SatchelWebKitGTK", "CWebKitGTK", "CSatchelGLib",
                 .product(name: "SatchelWebKit", package: "Satchel"),
+                .product(name: "SatchelHost", package: "Satchel"),
                 .product(name: "SatchelEngine", package: "Satchel"),
                 .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelCore", package: "Satchel"),
@@ -50,6 +52,7 @@ let package = Package(
             dependencies: [
                 "SatchelWebKitGTK", "CWebKitGTK", "CSatchelGLib",
                 .product(name: "SatchelWebKit", package: "Satchel"),
+                .product(name: "SatchelHost", package: "Satchel"),
                 .product(name: "SatchelEngine", package: "Satchel"),
                 .product(name: "SatchelHTTP", package: "Satchel"),
                 .product(name: "SatchelCore", package: "Satchel"),

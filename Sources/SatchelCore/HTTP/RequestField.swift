@@ -23,6 +23,8 @@ public enum RequestField: String, CaseIterable, Sendable {
     case secFetchMode = "Sec-Fetch-Mode"
     case secFetchDest = "Sec-Fetch-Dest"
     case secFetchSite = "Sec-Fetch-Site"
+    /// The type of a request body; only a stored body keeps it (the body store's endpoint).
+    case contentType = "Content-Type"
 
     /// Whether the field can change an answer built from a package (its status, headers or bytes). The request's own
     /// description (mode, destination, site, accepted types) only chooses between answers nothing reuses (the offline
@@ -30,7 +32,7 @@ public enum RequestField: String, CaseIterable, Sendable {
     /// end reuse for every browser.
     public var changesPackageAnswer: Bool {
         switch self {
-        case .accept, .secFetchMode, .secFetchDest, .secFetchSite: false
+        case .accept, .secFetchMode, .secFetchDest, .secFetchSite, .contentType: false
         default: true
         }
     }

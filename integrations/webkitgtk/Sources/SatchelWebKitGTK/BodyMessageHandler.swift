@@ -2,17 +2,19 @@ import CSatchelGLib
 import CWebKitGTK
 import SatchelCore
 import SatchelEngine
+import SatchelHost
 
 /// The hook's body-store channel in a WebKitGTK web view: `window.webkit.messageHandlers.satchelBody.postMessage({id,
 /// base64, contentType, method})` stores the body and the promise resolves once it is stored, so the page sends the
 /// request only when its body is waiting for it (the iOS handler's contract).
 public final class BodyMessageHandler: @unchecked Sendable {
-    public let store: BodyStore
+    /// Stores what the page sends (``RequestLayer/storeBody(message:)``: the same rules as the Apple adapter's handler).
+    public let layer: RequestLayer
     public let name: String
 
-    public init(store: BodyStore, name: String = HookScript.Configuration.defaultMessageHandler) {
-        self.store = store
-        self.name = name
+    public init(layer: RequestLayer) {
+        self.layer = layer
+        name = layer.pageSetup?.bodyHandlerName ?? HookScript.Configuration.defaultMessageHandler
     }
 
     /// Registers the handler (with reply) on `manager` (a `WebKitUserContentManager*`) in the page's world.
@@ -37,30 +39,17 @@ public final class BodyMessageHandler: @unchecked Sendable {
             defer { g_free(text) }
             return String(cString: text)
         }
-        guard jsc_value_is_object(value) != 0, let id = string("id"), let encoded = string("base64"), let bytes = Base64.decode(encoded) else {
-            webkit_script_message_reply_return_error_message(reply, "\(name): expected {id, base64, contentType, method}")
-            return
-        }
+        let received = jsc_value_is_object(value) != 0
+            ? BodyMessage(id: string("id"), base64: string("base64"), contentType: string("contentType"), method: string("method"))
+            : BodyMessage(id: nil, base64: nil, contentType: nil, method: nil)
         do {
-            try store.put(id, StoredBody(bytes: bytes, contentType: string("contentType"), method: string("method")))
+            try layer.storeBody(message: received)
             let context = jsc_value_get_context(value)
             let yes = jsc_value_new_boolean(context, 1)
             webkit_script_message_reply_return_value(reply, yes)
             g_object_unref(UnsafeMutableRawPointer(yes))
         } catch {
-            webkit_script_message_reply_return_error_message(reply, "\(name): \(error.description)")
+            webkit_script_message_reply_return_error_message(reply, error.description)
         }
-    }
-}
-
-/// Standard base64 (RFC 4648), strict: what `btoa` produces.
-enum Base64 {
-    static func decode(_ text: String) -> [UInt8]? {
-        var length: gsize = 0
-        guard text.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2F || $0 == 0x3D }),
-            text.utf8.count % 4 == 0, let decoded = g_base64_decode(text, &length)
-        else { return text.isEmpty ? [] : nil }
-        defer { g_free(decoded) }
-        return Array(UnsafeBufferPointer(start: decoded, count: Int(length)))
     }
 }

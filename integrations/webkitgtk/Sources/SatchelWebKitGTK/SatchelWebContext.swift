@@ -4,6 +4,7 @@ import SatchelCache
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
+import SatchelHost
 import SatchelWebKit
 
 /// Satchel in a WebKitGTK app: a `WebKitWebContext` whose custom schemes the engine answers, a network session whose
@@ -40,8 +41,10 @@ public final class SatchelWebContext: @unchecked Sendable {
     public let executor: GLibMainContextExecutor
     /// The hook's source, injected at document start into the documents of the app's origins; nil: no hook.
     public var hookScript: String? { pageSetup?.script }
+    /// The request layer every task goes through.
+    public let layer: RequestLayer
     /// The one page set-up both WebKit adapters install (``PageSetup``); nil without a hook.
-    public let pageSetup: PageSetup?
+    public var pageSetup: PageSetup? { layer.pageSetup }
 
     /// - Parameters:
     ///   - policy: the network fallback's rules; its ``CookieProvider`` becomes WebKit's cookie store.
@@ -76,14 +79,16 @@ public final class SatchelWebContext: @unchecked Sendable {
         var policy = policy
         policy.cookies = cookies
         let loader = ResourceLoader(engine: engine, fetcher: cache.map { CachingFetcher(cache: $0, upstream: fetcher) } ?? fetcher, policy: policy)
-        let driver = SchemeTaskDriver(loader: loader, executor: executor, chunkSize: chunkSize, cookies: cookies)
+        // The request layer with a WebKit adapter's configuration: the hook as a user script (it proves every body it
+        // moves with this launch's secret, and provides document.cookie and window.satchel on the app's pages), the
+        // app's cookie jar, redirects as pages.
+        let layer = RequestLayer(loader: loader, configuration: .webKit(hook: hook, cookies: cookies))
+        self.layer = layer
+        let driver = SchemeTaskDriver(layer: layer, executor: executor, chunkSize: chunkSize)
         handler = URISchemeHandler(driver: driver)
         handler.register(on: context, schemes: engine.configuration.customSchemes)
-        // The one page set-up both adapters install: the hook proves every body it moves with this launch's secret,
-        // and provides document.cookie and window.satchel on the app's pages.
-        let pageSetup = PageSetup(hook: hook, engine: engine)
-        self.pageSetup = pageSetup
-        bodies = BodyMessageHandler(store: engine.bodyStore, name: pageSetup?.bodyHandlerName ?? HookScript.Configuration.defaultMessageHandler)
+        let pageSetup = layer.pageSetup
+        bodies = BodyMessageHandler(layer: layer)
         let bridge = AppBridge(proofCheck: engine.proofCheck)
         self.bridge = bridge
         let executor = self.executor

@@ -4,6 +4,7 @@ import Foundation
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
+import SatchelHost
 import SatchelWebKit
 import Testing
 @testable import SatchelWebKitGTK
@@ -91,7 +92,7 @@ struct DriverOnGLibTests {
         defer { package.remove() }
         let loop = MainContextThread()
         defer { loop.stop() }
-        let driver = SchemeTaskDriver(loader: ResourceLoader(engine: package.engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(allowedHosts: [])), executor: loop.executor, chunkSize: 256 << 10)
+        let driver = SchemeTaskDriver(layer: RequestLayer(loader: ResourceLoader(engine: package.engine, fetcher: URLSessionFetcher(), policy: NetworkPolicy(allowedHosts: [])), configuration: .webKit(hook: nil, cookies: nil)), executor: loop.executor, chunkSize: 256 << 10)
         let reader: StreamReader = await withCheckedContinuation { continuation in
             loop.executor.execute {
                 driver.start(StreamTask(url: "satchel://app.example/large.bin", driver: driver) { stream in
@@ -116,7 +117,7 @@ struct DriverOnGLibTests {
         defer { loop.stop() }
         let upstream = EndlessUpstream()
         let loader = ResourceLoader(engine: package.engine, fetcher: upstream, policy: NetworkPolicy(allowedHosts: [try HostPattern("origin.example")]))
-        let driver = SchemeTaskDriver(loader: loader, executor: loop.executor)
+        let driver = SchemeTaskDriver(layer: RequestLayer(loader: loader, configuration: .webKit(hook: nil, cookies: nil)), executor: loop.executor)
         let reader: StreamReader = await withCheckedContinuation { continuation in
             loop.executor.execute {
                 driver.start(StreamTask(url: "https://origin.example/endless", driver: driver) { stream in

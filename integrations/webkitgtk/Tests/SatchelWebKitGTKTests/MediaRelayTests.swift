@@ -4,6 +4,7 @@ import Glibc
 import SatchelCore
 import SatchelEngine
 import SatchelHTTP
+import SatchelHost
 import SatchelWebKit
 import Testing
 @testable import SatchelWebKitGTK
@@ -62,7 +63,7 @@ struct MediaRelayTests {
         let loop = MainContextThread()
         defer { loop.stop() }
         let policy = NetworkPolicy(allowedHosts: [try HostPattern("app.example")])
-        let driver = SchemeTaskDriver(loader: ResourceLoader(engine: package.engine, fetcher: upstream, policy: policy), executor: loop.executor, chunkSize: 64 << 10)
+        let driver = SchemeTaskDriver(layer: RequestLayer(loader: ResourceLoader(engine: package.engine, fetcher: upstream, policy: policy), configuration: .webKit(hook: nil, cookies: nil)), executor: loop.executor, chunkSize: 64 << 10)
         let relay = try await loop.run { Result { try MediaRelay(driver: driver) } }.get()
         let base = try #require(URLComponents(string: relay.baseURL))
         #expect(base.host == "127.0.0.1")

@@ -3,7 +3,7 @@ import SatchelCore
 import SatchelEngine
 import SatchelHTTP
 import SatchelTestSupport
-@testable import SatchelWebKit
+@testable import SatchelHost
 import Testing
 
 /// A cookie store in memory that takes its time over every operation, as WebKit's (in another process) does: what

@@ -1,4 +1,4 @@
-import SatchelWebKit
+import SatchelHost
 import Testing
 
 @Suite("White-screen recovery: the decisions, as a state machine")

@@ -2,7 +2,7 @@ import Foundation
 import SatchelCore
 import SatchelEngine
 import SatchelTestSupport
-@testable import SatchelWebKit
+@testable import SatchelHost
 import Testing
 
 @Suite("The one page set-up both WebKit adapters install")

@@ -3,7 +3,8 @@ import SatchelCore
 import SatchelEngine
 import SatchelHTTP
 import SatchelTestSupport
-@testable import SatchelWebKit
+@testable import SatchelHost
+import SatchelWebKit
 import Testing
 
 /// A stand-in for WKURLSchemeTask that records every call and every breach of WebKit's contract.
@@ -111,7 +112,7 @@ struct SchemeTaskDriverTests {
         let engine = try ResourceEngine(source: Source(package: ServedPackage(manifest: manifest, folder: root)))
         let policy = NetworkPolicy(allowedHosts: allowed, upstreamOverrides: overrides, cookies: cookies)
         let loader = fetcher.map { ResourceLoader(engine: engine, fetcher: $0, policy: policy) } ?? ResourceLoader(engine: engine, fetcher: URLSessionFetcher(), policy: policy)
-        return SchemeTaskDriver(loader: loader, queue: queue, chunkSize: 16 << 10, cookies: cookies)
+        return SchemeTaskDriver(layer: RequestLayer(loader: loader, configuration: .webKit(hook: nil, cookies: cookies)), queue: queue, chunkSize: 16 << 10)
     }
 
     func makeQueue() -> DispatchQueue {

@@ -1,6 +1,6 @@
 import Foundation
 import SatchelCore
-@testable import SatchelWebKit
+@testable import SatchelHost
 import Testing
 
 @Suite("The JS bridge's native half: proofs, handlers, replies")

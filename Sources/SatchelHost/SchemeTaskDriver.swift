@@ -86,7 +86,10 @@ struct SchemeTaskState {
 /// forgotten then. Adapters keep no table of their own; they name a task by an ``ObjectIdentifier`` of
 /// whatever WebKit hands them again in `stop` (the `WKURLSchemeTask`), or of the adapter object itself.
 public final class SchemeTaskDriver: Sendable {
-    public let loader: ResourceLoader
+    /// What answers each task: the request layer with the adapter's ``HostConfiguration`` (the app's cookie jar,
+    /// redirects as pages).
+    public let layer: RequestLayer
+    public var loader: ResourceLoader { layer.loader }
     /// Where every call to a task is made.
     public let executor: any SchemeTaskExecutor
     /// Largest chunk handed to a task (WebKit copies each into its process).
@@ -123,20 +126,18 @@ public final class SchemeTaskDriver: Sendable {
         }
     }
 
-    /// The app's cookie jar: where the network's `Set-Cookie` goes (taken out of the response before WebKit, which
-    /// ignores it, sees it) and what answers the hook's `document.cookie` requests (``PageCookies``); nil: neither.
-    public let cookies: AppCookieJar?
+    /// The app's cookie jar, when the layer has one (``HostConfiguration/cookies``).
+    public var cookies: AppCookieJar? { layer.configuration.cookies }
 
-    public init(loader: ResourceLoader, executor: any SchemeTaskExecutor, chunkSize: Int = 256 << 10, cookies: AppCookieJar? = nil) {
-        self.loader = loader
+    public init(layer: RequestLayer, executor: any SchemeTaskExecutor, chunkSize: Int = 256 << 10) {
+        self.layer = layer
         self.executor = executor
         self.chunkSize = max(1, min(chunkSize, FileRegion.maxChunk))
-        self.cookies = cookies
     }
 
     /// A driver calling tasks on a serial Dispatch queue (the main queue in an app on Apple platforms).
-    public convenience init(loader: ResourceLoader, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10, cookies: AppCookieJar? = nil) {
-        self.init(loader: loader, executor: DispatchQueueExecutor(queue), chunkSize: chunkSize, cookies: cookies)
+    public convenience init(layer: RequestLayer, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10) {
+        self.init(layer: layer, executor: DispatchQueueExecutor(queue), chunkSize: chunkSize)
     }
 
     /// Tasks started and not yet finished, failed or stopped.
@@ -176,8 +177,7 @@ public final class SchemeTaskDriver: Sendable {
         let request = task.request
         running.work = Task { [self] in
             defer { forget(key, running) }
-            var response = await answer(request)
-            if let page = NavigationRedirect.page(for: response, of: request) { response = page }
+            let response = await layer.respond(to: request).response
             let head = ResponseHead(status: response.status, headers: response.headers, bodyLength: Self.bodyLength(response))
             await deliver(running) { state in
                 guard state.responseReady() == .send else { return }
@@ -200,45 +200,6 @@ public final class SchemeTaskDriver: Sendable {
                 }
             }
         }
-    }
-
-    /// The loader's answer, with the cookie jar's part: a page's `document.cookie` request is answered from the jar,
-    /// and a response's `Set-Cookie` fields are stored (each on its own) before the page sees the response.
-    private func answer(_ request: ResourceRequest) async -> ResourceResponse {
-        guard let cookies else { return await loader.respond(to: request).response }
-        let proofHeader = loader.engine.configuration.bodyChannels?.proofHeader ?? BodyChannels().proofHeader
-        if let pageRequest = PageCookies.request(request, proofHeader: proofHeader),
-            loader.engine.configuration.customSchemes.contains(RequestURL(request.url)?.scheme ?? "")
-        {
-            return await Self.answer(pageRequest, jar: cookies, proofCheck: loader.engine.proofCheck)
-        }
-        var response = await loader.respond(to: request).response
-        let fields = response.headers.values("Set-Cookie")
-        if !fields.isEmpty {
-            response.headers.remove("Set-Cookie")
-            await cookies.received(fields, for: request.url, request: request)
-        }
-        return response
-    }
-
-    /// A page's `document.cookie` read or write (``PageCookies``): 403 without the hook's proof.
-    static func answer(_ request: PageCookies.Request, jar: AppCookieJar, proofCheck: BodyProofCheck?) async -> ResourceResponse {
-        if let proofCheck {
-            do {
-                try proofCheck.verify(request.proof.map { Substring($0) }, channel: .cookie, binding: PageCookies.binding(path: request.documentPath, write: request.write))
-            } catch {
-                return ResourceResponse(
-                    status: 403, headers: ["Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store", "X-Satchel-Error": error.reason],
-                    body: .bytes(Array("cookies: \(error.reason)\n".utf8)))
-            }
-        }
-        var headers: HTTPHeaders = ["Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store"]
-        if let write = request.write, case .failure(let refusal) = await jar.pageWrote(write, at: request.documentURL) {
-            headers.add(PageCookies.refusedHeader, refusal.description)
-        }
-        let body = Array(await jar.documentCookie(for: request.documentURL).utf8)
-        headers.add("Content-Length", String(body.count))
-        return ResourceResponse(status: 200, headers: headers, body: .bytes(body))
     }
 
     /// WebKit stopped the task: nothing more reaches it, and its work is cancelled (the upstream request, an open
@@ -290,7 +251,7 @@ public final class SchemeTaskDriver: Sendable {
     /// HEAD answer, whose `Content-Length` describes a body that is not sent).
     static func bodyLength(_ response: ResourceResponse) -> Int64? {
         if case .stream = response.body {
-            guard response.status != 304, response.status >= 200, let value = response.headers["Content-Length"] else { return nil }
+            guard response.status != 304, response.status >= 200, let value = response.headers[ResponseField.contentLength] else { return nil }
             return Int64(value.filter { $0 != " " && $0 != "\t" })
         }
         return response.body.knownLength
