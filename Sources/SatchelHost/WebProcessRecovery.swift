@@ -11,6 +11,15 @@
 /// waits for an answer to input (measured: a page spinning in a loop stayed "responsive" for 15 s with no input, even
 /// while scripts were evaluated in it), and the container's heartbeat: every ``Configuration/heartbeat`` it asks the
 /// page to evaluate a trivial script, and a probe unanswered for the timeout means the process is stuck.
+///
+/// Two states give no hang verdict, because a silent page there is not a stuck one:
+/// - **off screen** (a warm view waiting in a pool, a view of a hidden window or a backgrounded app): iOS suspends the
+///   web processes of views it does not show, so a probe there may wait for as long as the view is hidden. The adapter
+///   says whether the view is shown at each beat; a hidden view gets no probe, and one outstanding is forgotten.
+/// - **mid-navigation**: WebKit answers no script until the new document exists, so a probe sent then may never be
+///   answered (on Apple's WebKit its callback never comes). No probe goes out while a navigation is under way;
+///   instead a navigation that does not finish within ``Configuration/loadTimeout`` is stopped and shows the offline
+///   page, reported as `load-timeout` (the trial judge of a release counts it the same way).
 public struct WebProcessRecovery: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Terminations within ``window`` after which the view gets the offline page instead of a reload.
@@ -21,15 +30,19 @@ public struct WebProcessRecovery: Sendable {
         /// How often the container probes the page; nil: no probes (WebKit's flag alone). An app pauses probes while
         /// its views cannot answer (on iOS, a suspended app's web processes are suspended too).
         public var heartbeat: Duration?
+        /// How long a navigation may take, from its start to its load event, before it is stopped as `load-timeout`
+        /// (the offline page instead of a white view); nil: no bound.
+        public var loadTimeout: Duration?
 
         public init(
             maxTerminations: Int = 3, window: Duration = .seconds(60), unresponsiveTimeout: Duration = .seconds(5),
-            heartbeat: Duration? = .seconds(2)
+            heartbeat: Duration? = .seconds(2), loadTimeout: Duration? = .seconds(30)
         ) {
             self.maxTerminations = max(1, maxTerminations)
             self.window = window
             self.unresponsiveTimeout = unresponsiveTimeout
             self.heartbeat = heartbeat
+            self.loadTimeout = loadTimeout
         }
     }
 
@@ -40,6 +53,8 @@ public struct WebProcessRecovery: Sendable {
         case terminatedByAPI = "terminated-by-api"
         /// The container terminated it after it stopped responding.
         case unresponsive
+        /// Not a termination: a navigation that did not finish within ``Configuration/loadTimeout`` was stopped.
+        case loadTimeout = "load-timeout"
     }
 
     /// What the container did about a termination, for the app's callback.
@@ -75,8 +90,12 @@ public struct WebProcessRecovery: Sendable {
         case scheduleResponsivenessCheck(after: Duration)
         /// Evaluate a trivial script in the page and call ``probeAnswered(_:)`` with `id` when it returns.
         case sendProbe(id: Int)
-        /// Call ``heartbeatDue(now:)`` after `after`.
+        /// Call ``heartbeatDue(now:visible:)`` after `after`.
         case scheduleHeartbeat(after: Duration)
+        /// Call ``loadCheck(now:)`` after `after`.
+        case scheduleLoadCheck(after: Duration)
+        /// Stop the navigation under way (the offline page follows).
+        case stopLoading
         /// Tell the page, once the recovery load finished, that it was recovered and why (``pageNotice(_:)``).
         case notifyPage(reason: Reason)
         /// Tell the app: the reason, the URL the view was showing, and what was done.
@@ -106,6 +125,8 @@ public struct WebProcessRecovery: Sendable {
     private var pendingNotice: Reason?
     /// The container terminated the process itself: the termination that follows is counted as unresponsive.
     private var terminatingForUnresponsiveness = false
+    /// The navigation under way: its URL and when it started.
+    private var navigation: (url: String, since: ContinuousClock.Instant)?
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -124,6 +145,7 @@ public struct WebProcessRecovery: Sendable {
         terminatingForUnresponsiveness = false
         unresponsiveSince = nil
         probe = nil
+        navigation = nil
         guard let url else {
             pendingNotice = nil
             return [.stopTasks, .report(reason: reason, url: nil, recovery: .nothingToRestore)]
@@ -137,8 +159,36 @@ public struct WebProcessRecovery: Sendable {
         return [.stopTasks, .showOfflinePage(url: url), .report(reason: reason, url: url, recovery: .showedOfflinePage(url: url))]
     }
 
+    /// A navigation of the view to `url` started (a load, a reload, a link): probes wait for its end, and its load
+    /// timeout starts. A probe already out is forgotten (it may never be answered now).
+    public mutating func navigationStarted(url: String, now: ContinuousClock.Instant) -> [Action] {
+        navigation = (url, now)
+        probe = nil
+        guard let timeout = configuration.loadTimeout else { return [] }
+        return [.scheduleLoadCheck(after: timeout)]
+    }
+
+    /// A navigation failed or was cancelled (the page that was there stays, or an error page shows): no longer
+    /// navigating.
+    public mutating func navigationFailed() {
+        navigation = nil
+    }
+
+    /// The check scheduled by ``navigationStarted(url:now:)``: a navigation still under way after the load timeout is
+    /// stopped and the view shows the offline page (reported as `load-timeout`, not counted as a termination).
+    public mutating func loadCheck(now: ContinuousClock.Instant) -> [Action] {
+        guard let navigation, let timeout = configuration.loadTimeout else { return [] }
+        let waited = now - navigation.since
+        guard waited >= timeout else { return [.scheduleLoadCheck(after: timeout - waited)] }
+        self.navigation = nil
+        pendingNotice = nil
+        let url = navigation.url
+        return [.stopLoading, .stopTasks, .showOfflinePage(url: url), .report(reason: .loadTimeout, url: url, recovery: .showedOfflinePage(url: url))]
+    }
+
     /// A load of the view finished: after a recovery reload, the page hears why it was reloaded.
     public mutating func loadFinished() -> [Action] {
+        navigation = nil
         guard let reason = pendingNotice else { return [] }
         pendingNotice = nil
         return [.notifyPage(reason: reason)]
@@ -155,21 +205,27 @@ public struct WebProcessRecovery: Sendable {
         return [.scheduleResponsivenessCheck(after: configuration.unresponsiveTimeout)]
     }
 
-    /// The check scheduled by ``responsivenessChanged(_:now:)``: still unresponsive for the whole timeout means
-    /// terminate.
-    public mutating func responsivenessCheck(now: ContinuousClock.Instant) -> [Action] {
+    /// The check scheduled by ``responsivenessChanged(_:now:)``: still unresponsive for the whole timeout, while shown,
+    /// means terminate. A hidden view is checked again later (its process may be suspended, not stuck).
+    public mutating func responsivenessCheck(now: ContinuousClock.Instant, visible: Bool = true) -> [Action] {
         guard let since = unresponsiveSince, !terminatingForUnresponsiveness else { return [] }
+        guard visible else { return [.scheduleResponsivenessCheck(after: configuration.unresponsiveTimeout)] }
         guard now - since >= configuration.unresponsiveTimeout else {
             return [.scheduleResponsivenessCheck(after: configuration.unresponsiveTimeout - (now - since))]
         }
         return terminate()
     }
 
-    /// The heartbeat's timer fired: a probe unanswered for the timeout means terminate; otherwise the next probe goes
-    /// out (or the outstanding one is checked again when its time is up).
-    public mutating func heartbeatDue(now: ContinuousClock.Instant) -> [Action] {
+    /// The heartbeat's timer fired, `visible` saying whether the view is shown now: a probe unanswered for the timeout
+    /// means terminate; otherwise the next probe goes out (or the outstanding one is checked again when its time is
+    /// up). Hidden, or mid-navigation: no probe, and none is outstanding.
+    public mutating func heartbeatDue(now: ContinuousClock.Instant, visible: Bool) -> [Action] {
         guard let interval = configuration.heartbeat, heartbeatRunning else { return [] }
         if terminatingForUnresponsiveness { return [.scheduleHeartbeat(after: interval)] }
+        if !visible || navigation != nil {
+            probe = nil
+            return [.scheduleHeartbeat(after: interval)]
+        }
         if let probe {
             let waited = now - probe.sent
             if waited >= configuration.unresponsiveTimeout { return terminate() + [.scheduleHeartbeat(after: interval)] }

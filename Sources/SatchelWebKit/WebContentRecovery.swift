@@ -7,9 +7,13 @@ import SatchelHTTP
 import WebKit
 
 /// White-screen recovery for `WKWebView`s: ``WebProcessRecovery``'s decisions carried out with WebKit's public API.
-/// The app forwards two navigation-delegate calls (``webContentProcessDidTerminate(_:)`` from
-/// `webViewWebContentProcessDidTerminate(_:)`, ``didFinish(_:)`` from `webView(_:didFinish:)`) and ``attach(_:)``es each
-/// view it creates; the driver is the one its ``SatchelSchemeHandler`` uses, which groups tasks by view.
+/// The app forwards its navigation delegate's calls (``webContentProcessDidTerminate(_:)`` from
+/// `webViewWebContentProcessDidTerminate(_:)`, ``didStartProvisionalNavigation(_:)``, ``didFinish(_:)``, and
+/// ``didFail(_:)`` from both failure callbacks) and ``attach(_:)``es each view it creates; the driver is the one its
+/// ``SatchelSchemeHandler`` uses, which groups tasks by view. A view is probed only while shown (in a window, not
+/// hidden: a warm view waiting in ``WarmWebViewPool`` is in none, and iOS suspends the processes of views it does not
+/// show) and never mid-navigation, where WebKit may never call a script back; a navigation that outlasts the load
+/// timeout is stopped and shows the offline page (`load-timeout`).
 ///
 /// Differences from WebKitGTK, both WebKit's: Apple's WebKit does not say why the process ended (every termination is
 /// reported as `crashed`; the memory limit is the usual cause on iOS), and has no public call that terminates a web
@@ -78,10 +82,32 @@ public final class WebContentRecovery {
         perform(viewGuard.machine.processTerminated(.crashed, url: url, now: .now), on: viewGuard)
     }
 
+    /// From the navigation delegate's `webView(_:didStartProvisionalNavigation:)`.
+    public func didStartProvisionalNavigation(_ webView: WKWebView) {
+        guard let viewGuard = guards[ObjectIdentifier(webView)] else { return }
+        perform(viewGuard.machine.navigationStarted(url: webView.url?.absoluteString ?? "", now: .now), on: viewGuard)
+    }
+
     /// From the navigation delegate's `webView(_:didFinish:)`.
     public func didFinish(_ webView: WKWebView) {
         guard let viewGuard = guards[ObjectIdentifier(webView)] else { return }
         perform(viewGuard.machine.loadFinished(), on: viewGuard)
+    }
+
+    /// From the navigation delegate's `webView(_:didFail:withError:)` and `webView(_:didFailProvisionalNavigation:withError:)`.
+    public func didFail(_ webView: WKWebView) {
+        guards[ObjectIdentifier(webView)]?.machine.navigationFailed()
+    }
+
+    /// Whether `webView` is on screen: in a window and not hidden.
+    static func isShown(_ webView: WKWebView) -> Bool {
+        #if canImport(UIKit)
+        webView.window != nil && !webView.isHidden
+        #elseif canImport(AppKit)
+        webView.window?.isVisible == true && !webView.isHiddenOrHasHiddenAncestor
+        #else
+        true
+        #endif
     }
 
     /// The app goes to the background, where iOS suspends web processes: no probes until ``resumeHeartbeats()``.
@@ -112,6 +138,14 @@ public final class WebContentRecovery {
                 webView.loadHTMLString(engine.offlinePageHTML(for: url), baseURL: URL(string: url))
             case .terminateWebProcess:
                 terminate?(webView)
+            case .stopLoading:
+                webView.stopLoading()
+            case .scheduleLoadCheck(let after):
+                Task { @MainActor [weak self, weak viewGuard] in
+                    try? await Task.sleep(for: after)
+                    guard let self, let viewGuard else { return }
+                    self.perform(viewGuard.machine.loadCheck(now: .now), on: viewGuard)
+                }
             case .scheduleResponsivenessCheck:
                 // Apple's WebKit has no public responsiveness flag: nothing ever starts this check.
                 break
@@ -120,7 +154,7 @@ public final class WebContentRecovery {
                 viewGuard.heartbeat = Task { @MainActor [weak self, weak viewGuard] in
                     try? await Task.sleep(for: after)
                     guard !Task.isCancelled, let self, let viewGuard else { return }
-                    self.perform(viewGuard.machine.heartbeatDue(now: .now), on: viewGuard)
+                    self.perform(viewGuard.machine.heartbeatDue(now: .now, visible: viewGuard.webView.map(Self.isShown) ?? false), on: viewGuard)
                 }
             case .sendProbe(let id):
                 // Any answer counts, an error too: the process replied. A stuck process does not reply at all.

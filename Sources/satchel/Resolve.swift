@@ -50,7 +50,7 @@ extension Satchel {
             do { engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(diagnosticHeader: true)) } catch {
                 throw Output.failure("\(error)")
             }
-            let result = await engine.handle(ResourceRequest(method: RequestMethod(method.uppercased()), url: url, headers: requestHeaders))
+            let result = engine.handle(ResourceRequest(method: RequestMethod(method.uppercased()), url: url, headers: requestHeaders))
             var report = Report(url: url, outcome: "response")
             switch result {
             case .response(let response):

@@ -15,7 +15,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     ],
     targets: [
-        .target(name: "WebKit"),
+        .target(name: "UIKit"),
+        .target(name: "WebKit", dependencies: ["UIKit"]),
         // The whole device side, from the repository's own sources: what an iOS app links.
         .systemLibrary(name: "CZlib"),
         .target(name: "SatchelPlatform", resources: [.copy("PrivacyInfo.xcprivacy")]),

@@ -8,11 +8,12 @@
 
 @_exported import Foundation
 @_exported import FoundationNetworking
+@_exported import UIKit
 
 // MARK: Web views
 
 @MainActor
-open class WKWebView: NSObject {
+open class WKWebView: UIView {
     public init(frame: CGRect, configuration: WKWebViewConfiguration) {
         self.configuration = configuration
     }

@@ -6,8 +6,8 @@ import SatchelEngine
 import SatchelHTTP
 import SatchelWebKit
 
-/// What the app hears after a web view's web process ended: which view, why, what it was showing, and what the
-/// container did. Delivered on the main context's thread.
+/// What the app hears after a web view's web process ended, or a navigation was stopped for its load timeout: which
+/// view, why, what it was showing, and what the container did. Delivered on the main context's thread.
 public struct RecoveryReport: @unchecked Sendable {
     /// `WebKitWebView*`.
     public let view: UnsafeMutablePointer<WebKitWebView>
@@ -42,9 +42,11 @@ final class ViewRecovery {
         }
         handlers.append(satchel_signal_connect(
             UnsafeMutableRawPointer(view), "notify::is-web-process-responsive", unsafeBitCast(responsiveness, to: GCallback.self), me))
+        // A failed load ends with LOAD_FINISHED too, so STARTED and FINISHED bound every navigation.
         let loadChanged: @convention(c) (UnsafeMutableRawPointer?, WebKitLoadEvent, gpointer?) -> Void = { _, event, data in
-            guard event == WEBKIT_LOAD_FINISHED else { return }
-            Unmanaged<ViewRecovery>.fromOpaque(data!).takeUnretainedValue().loadFinished()
+            let recovery = Unmanaged<ViewRecovery>.fromOpaque(data!).takeUnretainedValue()
+            if event == WEBKIT_LOAD_STARTED { recovery.navigationStarted() }
+            if event == WEBKIT_LOAD_FINISHED { recovery.loadFinished() }
         }
         handlers.append(satchel_signal_connect(UnsafeMutableRawPointer(view), "load-changed", unsafeBitCast(loadChanged, to: GCallback.self), me))
         perform(machine.started())
@@ -85,6 +87,14 @@ final class ViewRecovery {
 
     private func loadFinished() { perform(machine.loadFinished()) }
 
+    private func navigationStarted() {
+        let url = webkit_web_view_get_uri(view).map { String(cString: $0) } ?? ""
+        perform(machine.navigationStarted(url: url, now: .now))
+    }
+
+    /// Shown on screen: a view that is not mapped (a warm view in the pool, a hidden window) gets no hang verdict.
+    private var visible: Bool { gtk_widget_get_mapped(UnsafeMutableRawPointer(view).assumingMemoryBound(to: GtkWidget.self)) != 0 }
+
     private var stoppedTasks = 0
 
     private func perform(_ actions: [WebProcessRecovery.Action]) {
@@ -99,11 +109,20 @@ final class ViewRecovery {
                 webkit_web_view_load_alternate_html(view, context.engine.offlinePageHTML(for: url), url, url)
             case .terminateWebProcess:
                 webkit_web_view_terminate_web_process(view)
+            case .stopLoading:
+                webkit_web_view_stop_loading(view)
+            case .scheduleLoadCheck(let after):
+                let me = Unmanaged.passRetained(self).toOpaque()
+                g_timeout_add_full(G_PRIORITY_DEFAULT, Self.milliseconds(after), { data in
+                    let recovery = Unmanaged<ViewRecovery>.fromOpaque(data!).takeRetainedValue()
+                    recovery.perform(recovery.machine.loadCheck(now: .now))
+                    return gboolean(G_SOURCE_REMOVE)
+                }, me, nil)
             case .scheduleResponsivenessCheck(let after):
                 let me = Unmanaged.passRetained(self).toOpaque()
                 g_timeout_add_full(G_PRIORITY_DEFAULT, Self.milliseconds(after), { data in
                     let recovery = Unmanaged<ViewRecovery>.fromOpaque(data!).takeRetainedValue()
-                    recovery.perform(recovery.machine.responsivenessCheck(now: .now))
+                    recovery.perform(recovery.machine.responsivenessCheck(now: .now, visible: recovery.visible))
                     return gboolean(G_SOURCE_REMOVE)
                 }, me, nil)
             case .scheduleHeartbeat(let after):
@@ -112,7 +131,7 @@ final class ViewRecovery {
                 heartbeatSource = g_timeout_add_full(G_PRIORITY_DEFAULT, Self.milliseconds(after), { data in
                     let recovery = Unmanaged<ViewRecovery>.fromOpaque(data!).takeUnretainedValue()
                     recovery.heartbeatSource = 0
-                    recovery.perform(recovery.machine.heartbeatDue(now: .now))
+                    recovery.perform(recovery.machine.heartbeatDue(now: .now, visible: recovery.visible))
                     return gboolean(G_SOURCE_REMOVE)
                 }, Unmanaged.passRetained(self).toOpaque(), { data in Unmanaged<ViewRecovery>.fromOpaque(data!).release() })
             case .sendProbe(let id):

@@ -48,6 +48,8 @@ struct SatchelWebview: ParsableCommand {
     @Option(help: "Seconds of the window --max-terminations counts in.") var terminationWindow: Double = 60
     @Option(help: "Seconds a view may stay unresponsive before its web process is terminated and the view recovered.")
     var unresponsiveTimeout: Double = 5
+    @Option(help: "Seconds a navigation may take to its load event before it is stopped and the view shows the offline page (recovery reason load-timeout); 0: no bound.")
+    var loadTimeout: Double = 30
     @Option(help: "Wait for this many recoveries (each through its load and first paint) before the report, which lists them (recoveries in --json).")
     var recoveries = 0
     @Option(help: "Terminate the web process with WebKit's API this many seconds after the script finished (a recovery follows).")
@@ -65,6 +67,7 @@ struct SatchelWebview: ParsableCommand {
         guard maxTerminations > 0 else { throw ValidationError("--max-terminations must be at least 1") }
         guard terminationWindow > 0, unresponsiveTimeout > 0 else { throw ValidationError("--termination-window and --unresponsive-timeout must be positive") }
         guard recoveries >= 0 else { throw ValidationError("--recoveries cannot be negative") }
+        guard loadTimeout >= 0 else { throw ValidationError("--load-timeout cannot be negative") }
         if let terminateAfter, terminateAfter < 0 { throw ValidationError("--terminate-after cannot be negative") }
         for cookie in cookies where !cookie.contains("=") || cookie.hasPrefix("=") {
             throw ValidationError("--cookie \(cookie): expected NAME=VALUE")
@@ -98,7 +101,8 @@ struct SatchelWebview: ParsableCommand {
         let fetcher = try Self.makeFetcher(trustRoots: upstream.trustRoots)
         let recovery = WebProcessRecovery.Configuration(
             maxTerminations: maxTerminations, window: .milliseconds(Int(terminationWindow * 1000)),
-            unresponsiveTimeout: .milliseconds(Int(unresponsiveTimeout * 1000)))
+            unresponsiveTimeout: .milliseconds(Int(unresponsiveTimeout * 1000)),
+            loadTimeout: loadTimeout > 0 ? .milliseconds(Int(loadTimeout * 1000)) : nil)
         let satchel = try SatchelWebContext(
             engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins), memoryLimit: memoryLimit,
             recovery: recovery, cache: try cacheOptions.open(mode: .private))
@@ -120,7 +124,8 @@ struct SatchelWebview: ParsableCommand {
         for cookie in cookies {
             let outcome = LockedBox<Result<Cookie, CookieRejection>?>(nil)
             ViewerSession.waitOnMainContext(seconds: 5) {
-                let result = await satchel.cookies.set(cookie + "; Path=/", for: target)
+                let result: Result<Cookie, CookieRejection>?
+                do { result = try await satchel.cookies.set(cookie + "; Path=/", for: target) } catch { result = nil }
                 outcome.withLock { $0 = result }
             }
             switch outcome.withLock({ $0 }) {
