@@ -45,4 +45,5 @@ public enum HTTPStatus {
     public static let contentTooLarge = 413
     public static let fieldsTooLarge = 431
     public static let internalError = 500
+    public static let gatewayTimeout = 504
 }

@@ -4,7 +4,24 @@ import SatchelCore
 public protocol CookieProvider: Sendable {
     /// The `Cookie` header value for an upstream request to `url`, made for the page's `request` (whose headers say
     /// whether it is cross-site), or nil.
-    func cookieHeader(for url: String, request: ResourceRequest) async -> String?
+    /// - Throws: ``CookieStoreError`` when the store did not answer in time: the request fails (504) rather than go
+    ///   out without the user's cookies.
+    func cookieHeader(for url: String, request: ResourceRequest) async throws(CookieStoreError) -> String?
+}
+
+/// A call to the platform's cookie store that did not answer within its bound (a callback that never comes has been
+/// reported of `WKHTTPCookieStore` on older iOS releases). Only the request that needed it fails; the store's later
+/// calls go on.
+public enum CookieStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The store's call `operation` (`allCookies`, `setCookie`, `deleteCookie`, `deleteAllCookies`) did not answer
+    /// within `limit`.
+    case noAnswer(operation: String, limit: Duration)
+
+    public var description: String {
+        switch self {
+        case .noAnswer(let operation, let limit): "the cookie store did not answer \(operation) within \(limit)"
+        }
+    }
 }
 
 /// Who may be reached and how: the rules around every network fallback.
@@ -30,7 +47,10 @@ public struct NetworkPolicy: Sendable {
     /// The request to send upstream for `request`, whose URL is `upstreamURL`; throws when the host is not allowed.
     package func upstreamRequest(for request: ResourceRequest, upstreamURL: String) async throws(FetchError) -> ResourceRequest {
         var upstream = try upstreamRequestWithoutCookies(for: request, upstreamURL: upstreamURL)
-        if !upstream.headers.contains("Cookie"), let cookies, let value = await cookies.cookieHeader(for: upstreamURL, request: request) { upstream.headers.add("Cookie", value) }
+        guard !upstream.headers.contains("Cookie"), let cookies else { return upstream }
+        let value: String?
+        do { value = try await cookies.cookieHeader(for: upstreamURL, request: request) } catch { throw .timedOut(error.description) }
+        if let value { upstream.headers.add("Cookie", value) }
         return upstream
     }
 

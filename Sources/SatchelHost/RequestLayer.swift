@@ -176,13 +176,17 @@ public final class RequestLayer: Sendable {
                 return .error(HTTPStatus.forbidden, "cookies: \(error.reason)")
             }
         }
-        var refused: String?
-        if let write = request.write, case .failure(let refusal) = await jar.pageWrote(write, at: request.documentURL) {
-            refused = refusal.description
+        do throws(CookieStoreError) {
+            var refused: String?
+            if let write = request.write, case .failure(let refusal) = try await jar.pageWrote(write, at: request.documentURL) {
+                refused = refusal.description
+            }
+            var response = ResourceResponse.text(try await jar.documentCookie(for: request.documentURL))
+            if let refused { response.headers.add(PageCookies.refusedHeader, refused) }
+            return response
+        } catch {
+            return .error(HTTPStatus.gatewayTimeout, "cookies: \(error)")
         }
-        var response = ResourceResponse.text(await jar.documentCookie(for: request.documentURL))
-        if let refused { response.headers.add(PageCookies.refusedHeader, refused) }
-        return response
     }
 
     // MARK: The request and the answer
@@ -216,7 +220,12 @@ public final class RequestLayer: Sendable {
             if needsJar, let jar = configuration.cookies {
                 let fields = response.headers.values(ResponseField.setCookie)
                 response.headers.remove(ResponseField.setCookie)
-                await jar.received(fields, for: request.url, request: request)
+                do throws(CookieStoreError) {
+                    try await jar.received(fields, for: request.url, request: request)
+                } catch {
+                    // The cookies the response sets could not be kept: the page must not go on as if they were.
+                    return Answer(response: .error(HTTPStatus.gatewayTimeout, error.description), label: .error, bodyChannel: answer.bodyChannel, fromPackage: false)
+                }
             }
             if needsRead { response = await HookInjection.reading(response) }
             return decorated(response, answer, request, injects: injects)

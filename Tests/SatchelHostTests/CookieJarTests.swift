@@ -57,86 +57,86 @@ struct CookieJarTests {
     let upstream = "https://m.shop.com/api/cart"
 
     @Test("each Set-Cookie field from the network lands on its own; a refused one says why and changes nothing")
-    func received() async {
+    func received() async throws {
         let jar = AppCookieJar(store: SlowCookieStore())
-        let refused = await jar.received(["sid=s1; Path=/; HttpOnly", "theme=dark; Path=/", "bad=\u{1}", "__Host-x=1"], for: page, request: ResourceRequest(url: page))
+        let refused = try await jar.received(["sid=s1; Path=/; HttpOnly", "theme=dark; Path=/", "bad=\u{1}", "__Host-x=1"], for: page, request: ResourceRequest(url: page))
         #expect(refused == [.controlCharacter, .hostPrefixRules])
-        #expect(Set(await jar.cookies().map(\.name)) == ["sid", "theme"])
-        #expect(await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page)) == "sid=s1; theme=dark")
+        #expect(Set(try await jar.cookies().map(\.name)) == ["sid", "theme"])
+        #expect(try await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page)) == "sid=s1; theme=dark")
     }
 
     @Test("document.cookie shows no HttpOnly cookie; a page can neither set nor replace one; its writes are in the jar for the next request")
-    func pages() async {
+    func pages() async throws {
         let store = SlowCookieStore(delay: .milliseconds(30))
         let jar = AppCookieJar(store: store)
-        await jar.received(["sid=s1; Path=/; HttpOnly"], for: page, request: ResourceRequest(url: page))
-        #expect(await jar.documentCookie(for: page) == "")
-        #expect(await jar.pageWrote("sid=forged; Path=/", at: page) == .failure(.replacesHttpOnly))
-        #expect(await jar.pageWrote("x=1; HttpOnly", at: page) == .failure(.httpOnlyFromScript))
+        try await jar.received(["sid=s1; Path=/; HttpOnly"], for: page, request: ResourceRequest(url: page))
+        #expect(try await jar.documentCookie(for: page) == "")
+        #expect(try await jar.pageWrote("sid=forged; Path=/", at: page) == .failure(.replacesHttpOnly))
+        #expect(try await jar.pageWrote("x=1; HttpOnly", at: page) == .failure(.httpOnlyFromScript))
         // Not awaited: the next request's header must still see it (the jar orders writes before reads).
-        let write = Task { await jar.pageWrote("theme=ocean; Path=/", at: page) }
+        let write = Task { try await jar.pageWrote("theme=ocean; Path=/", at: page) }
         try? await Task.sleep(for: .milliseconds(1))
-        #expect(await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page)) == "sid=s1; theme=ocean")
-        _ = await write.value
-        #expect(await jar.documentCookie(for: page) == "theme=ocean")
-        #expect(await jar.documentCookie(for: "satchel://other.com/") == "")
+        #expect(try await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page)) == "sid=s1; theme=ocean")
+        _ = try await write.value
+        #expect(try await jar.documentCookie(for: page) == "theme=ocean")
+        #expect(try await jar.documentCookie(for: "satchel://other.com/") == "")
     }
 
     @Test("a hundred writes from many tasks are applied in the order they were made")
-    func ordering() async {
+    func ordering() async throws {
         let jar = AppCookieJar(store: SlowCookieStore(delay: .milliseconds(5), jitter: true))
         // Each write is made before the next (a short pause between): they must land in that order although the
         // store takes a random time over each.
         for value in 0..<100 {
-            let started = Task { await jar.pageWrote("n=\(value); Path=/", at: page) }
+            let started = Task { try await jar.pageWrote("n=\(value); Path=/", at: page) }
             _ = started
             try? await Task.sleep(for: .microseconds(200))
         }
-        for _ in 0..<200 where await jar.documentCookie(for: page) != "n=99" { try? await Task.sleep(for: .milliseconds(10)) }
-        #expect(await jar.documentCookie(for: page) == "n=99")
+        for _ in 0..<200 where try await jar.documentCookie(for: page) != "n=99" { try? await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await jar.documentCookie(for: page) == "n=99")
     }
 
     @Test("native code: set (an HttpOnly login too), read for a URL, delete by name, clear for logout; observers hear each change")
-    func native() async {
+    func native() async throws {
         let store = SlowCookieStore(delay: .milliseconds(1))
         let jar = AppCookieJar(store: store)
         let changes = Locked<[AppCookieJar.Change]>([])
         jar.observe { change in changes.withLock { $0.append(change) } }
-        #expect((try? await jar.set("login=token; Path=/; HttpOnly; Secure; SameSite=Lax", for: "https://m.shop.com/").get())?.httpOnly == true)
-        #expect((try? await jar.set("lang=fr; Domain=shop.com; Path=/", for: "https://m.shop.com/").get())?.hostOnly == false)
-        #expect(await jar.set("x=1; Domain=evil.com", for: "https://m.shop.com/") == .failure(.domainMismatch(domain: "evil.com", host: "m.shop.com")))
-        #expect(Set(await jar.cookies(for: "satchel://m.shop.com/").map(\.name)) == ["login", "lang"])
-        #expect(await jar.cookies(for: "http://m.shop.com/").map(\.name) == ["lang"], "Secure is for secure URLs only")
-        #expect(await jar.cookies(for: "satchel://img.shop.com/").map(\.name) == ["lang"])
-        #expect(await jar.documentCookie(for: "satchel://m.shop.com/") == "lang=fr")
-        #expect(await jar.delete(named: "lang", for: "https://img.shop.com/") == 1)
-        #expect(await jar.cookies().map(\.name) == ["login"])
-        await jar.clear()
-        #expect(await jar.cookies().isEmpty && store.snapshot.isEmpty)
-        #expect(await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page)) == nil)
+        #expect((try? try await jar.set("login=token; Path=/; HttpOnly; Secure; SameSite=Lax", for: "https://m.shop.com/").get())?.httpOnly == true)
+        #expect((try? try await jar.set("lang=fr; Domain=shop.com; Path=/", for: "https://m.shop.com/").get())?.hostOnly == false)
+        #expect(try await jar.set("x=1; Domain=evil.com", for: "https://m.shop.com/") == .failure(.domainMismatch(domain: "evil.com", host: "m.shop.com")))
+        #expect(Set(try await jar.cookies(for: "satchel://m.shop.com/").map(\.name)) == ["login", "lang"])
+        #expect(try await jar.cookies(for: "http://m.shop.com/").map(\.name) == ["lang"], "Secure is for secure URLs only")
+        #expect(try await jar.cookies(for: "satchel://img.shop.com/").map(\.name) == ["lang"])
+        #expect(try await jar.documentCookie(for: "satchel://m.shop.com/") == "lang=fr")
+        #expect(try await jar.delete(named: "lang", for: "https://img.shop.com/") == 1)
+        #expect(try await jar.cookies().map(\.name) == ["login"])
+        try await jar.clear()
+        #expect(try await jar.cookies().isEmpty && store.snapshot.isEmpty)
+        #expect(try await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page)) == nil)
         #expect(changes.withLock { $0 } == [.domains(["m.shop.com"]), .domains(["shop.com"]), .domains(["shop.com"]), .cleared])
     }
 
     @Test("a cross-site request (another site's Origin) carries no Lax or Strict cookie upstream, and cannot set one")
-    func crossSite() async {
+    func crossSite() async throws {
         let jar = AppCookieJar(store: SlowCookieStore(delay: .zero))
-        _ = await jar.set("lax=1; Path=/; SameSite=Lax", for: upstream)
-        _ = await jar.set("none=2; Path=/; SameSite=None; Secure", for: upstream)
+        _ = try await jar.set("lax=1; Path=/; SameSite=Lax", for: upstream)
+        _ = try await jar.set("none=2; Path=/; SameSite=None; Secure", for: upstream)
         let foreign = ResourceRequest(url: page, headers: ["Origin": "satchel://other.example"])
-        #expect(await jar.cookieHeader(for: upstream, request: foreign) == "none=2")
-        #expect(await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page, headers: ["Origin": "satchel://www.shop.com"])) == "lax=1; none=2")
-        #expect(await jar.received(["set=1; SameSite=Strict"], for: page, request: foreign) == [.sameSiteFromCrossSite])
+        #expect(try await jar.cookieHeader(for: upstream, request: foreign) == "none=2")
+        #expect(try await jar.cookieHeader(for: upstream, request: ResourceRequest(url: page, headers: ["Origin": "satchel://www.shop.com"])) == "lax=1; none=2")
+        #expect(try await jar.received(["set=1; SameSite=Strict"], for: page, request: foreign) == [.sameSiteFromCrossSite])
     }
 
     @Test("expired cookies are never read back, and an expiring Set-Cookie deletes its namesake")
-    func expiry() async {
+    func expiry() async throws {
         let store = SlowCookieStore(delay: .zero)
         let jar = AppCookieJar(store: store)
-        await jar.received(["a=1; Path=/"], for: page, request: ResourceRequest(url: page))
-        await jar.received(["a=gone; Path=/; Max-Age=0"], for: page, request: ResourceRequest(url: page))
-        #expect(await jar.cookies().isEmpty && store.snapshot.isEmpty)
-        await jar.set(Cookie(name: "old", value: "1", domain: "m.shop.com", expires: 1))
-        #expect(await jar.cookies().isEmpty, "an expired cookie the store still holds is not read back")
+        try await jar.received(["a=1; Path=/"], for: page, request: ResourceRequest(url: page))
+        try await jar.received(["a=gone; Path=/; Max-Age=0"], for: page, request: ResourceRequest(url: page))
+        #expect(try await jar.cookies().isEmpty && store.snapshot.isEmpty)
+        try await jar.set(Cookie(name: "old", value: "1", domain: "m.shop.com", expires: 1))
+        #expect(try await jar.cookies().isEmpty, "an expired cookie the store still holds is not read back")
     }
 }
 
@@ -172,11 +172,11 @@ struct DriverCookieTests {
             let queue = tests.makeQueue()
             let jar = AppCookieJar(store: SlowCookieStore(delay: .milliseconds(5)))
             let driver = try tests.driver(folder, queue: queue, cookies: jar)
-            await jar.received(["sid=s; Path=/; HttpOnly", "cart=3; Path=/cart"], for: "satchel://app.example/", request: ResourceRequest(url: "satchel://app.example/"))
+            try await jar.received(["sid=s; Path=/; HttpOnly", "cart=3; Path=/cart"], for: "satchel://app.example/", request: ResourceRequest(url: "satchel://app.example/"))
             let written = try await run(driver, queue, try pageRequest(driver, path: "/cart/view", write: "theme=dark ocean; Path=/"))
             #expect(written.head?.status == 200 && written.head?.headers["Cache-Control"] == "no-store")
             #expect(written.body == "cart=3; theme=dark ocean", "no HttpOnly cookie; the /cart cookie for a /cart page")
-            #expect(await jar.cookieHeader(for: "https://app.example/x", request: ResourceRequest(url: "satchel://app.example/x")) == "sid=s; theme=dark ocean")
+            #expect(try await jar.cookieHeader(for: "https://app.example/x", request: ResourceRequest(url: "satchel://app.example/x")) == "sid=s; theme=dark ocean")
             let read = try await run(driver, queue, try pageRequest(driver, path: "/"))
             #expect(read.body == "theme=dark ocean")
             let refused = try await run(driver, queue, try pageRequest(driver, write: "sid=forged; Path=/"))
@@ -186,7 +186,7 @@ struct DriverCookieTests {
             let replay = try pageRequest(driver, write: "again=1")
             #expect(try await run(driver, queue, replay).head?.status == 200)
             #expect(try await run(driver, queue, replay).head?.status == 403, "a proof is good once")
-            #expect(await jar.cookies().map(\.name).sorted() == ["again", "cart", "sid", "theme"])
+            #expect(try await jar.cookies().map(\.name).sorted() == ["again", "cart", "sid", "theme"])
         }
     }
 
@@ -200,13 +200,86 @@ struct DriverCookieTests {
             let driver = try tests.driver(folder, queue: queue, allowed: [try HostPattern("api.example")], overrides: ["api.example": origin.base], cookies: jar)
             let set = try await run(driver, queue, ResourceRequest(url: "satchel://api.example/cookies"))
             #expect(set.head?.status == 200 && set.head?.headers.values("Set-Cookie") == [])
-            let stored = await jar.cookies()
+            let stored = try await jar.cookies()
             #expect(stored.map(\.name).sorted() == ["a", "b"] && stored.first { $0.name == "a" }?.httpOnly == true)
             let echo = try await run(driver, queue, ResourceRequest(url: "satchel://api.example/echo"))
             let decoded = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(echo.body.utf8))
             #expect(decoded.headers.first { $0[0].lowercased() == "cookie" }?[1] == "a=1; b=2")
             // /echo sets seen=1 as it answers.
-            #expect(await jar.documentCookie(for: "satchel://api.example/") == "b=2; seen=1")
+            #expect(try await jar.documentCookie(for: "satchel://api.example/") == "b=2; seen=1")
         }
     }
 }
+
+/// A store whose first `stuck` calls of one kind never answer (WKHTTPCookieStore's callback that never comes).
+final class StuckCookieStore: CookieStore, @unchecked Sendable {
+    private let lock = NSLock()
+    private var cookies: [Cookie] = []
+    private var stuckSets: Int
+    private var stuckReads: Int
+
+    init(stuckSets: Int = 0, stuckReads: Int = 0) {
+        self.stuckSets = stuckSets
+        self.stuckReads = stuckReads
+    }
+
+    private func stuck(_ count: ReferenceWritableKeyPath<StuckCookieStore, Int>) -> Bool {
+        lock.withLock {
+            guard self[keyPath: count] > 0 else { return false }
+            self[keyPath: count] -= 1
+            return true
+        }
+    }
+
+    func allCookies() async -> [Cookie] {
+        if stuck(\.stuckReads) { try? await Task.sleep(for: .seconds(3600)) }
+        return lock.withLock { cookies }
+    }
+    func setCookie(_ cookie: Cookie) async {
+        if stuck(\.stuckSets) { try? await Task.sleep(for: .seconds(3600)) }
+        lock.withLock {
+            cookies.removeAll { $0.sameIdentity(as: cookie) }
+            cookies.append(cookie)
+        }
+    }
+    func deleteCookie(_ cookie: Cookie) async { lock.withLock { cookies.removeAll { $0.sameIdentity(as: cookie) } } }
+    func deleteAllCookies() async { lock.withLock { cookies = [] } }
+}
+
+@Suite("Cookie-store calls are bounded: one that never answers fails its own operation, is logged, and the rest go on")
+struct BoundedCookieStoreTests {
+    @Test("a setCookie that never answers: that write fails naming it and is logged; the next write and reads go on")
+    func stuckWrite() async throws {
+        let logged = Locked<[String]>([])
+        let jar = AppCookieJar(
+            store: StuckCookieStore(stuckSets: 1), configuration: .init(storeTimeout: .milliseconds(200), log: { line in logged.withLock { $0.append(line) } }))
+        let started = ContinuousClock.now
+        await #expect(throws: CookieStoreError.noAnswer(operation: "setCookie", limit: .milliseconds(200))) {
+            try await jar.set("a=1", for: "https://m.shop.com/")
+        }
+        #expect(logged.withLock { $0 } == ["the cookie store did not answer setCookie within 0.2 seconds"])
+        #expect(try await jar.set("b=2", for: "https://m.shop.com/").map(\.name) == .success("b"))
+        #expect(try await jar.cookieHeader(for: "https://m.shop.com/x", request: ResourceRequest(url: "satchel://m.shop.com/")) == "b=2")
+        #expect(ContinuousClock.now - started < .seconds(5), "bounded, not waiting for the stuck call")
+    }
+
+    @Test("a read that never answers: the network request that needed cookies fails with 504 naming it; document.cookie too; the next request goes on")
+    func stuckRead() async throws {
+        try await withTemporaryFolder { folder in
+            let logged = Locked<[String]>([])
+            let jar = AppCookieJar(
+                store: StuckCookieStore(stuckReads: 1), configuration: .init(storeTimeout: .milliseconds(200), log: { line in logged.withLock { $0.append(line) } }))
+            let queue = SchemeTaskDriverTests().makeQueue()
+            let origin = try TestOrigin()
+            defer { origin.stop() }
+            let driver = try SchemeTaskDriverTests().driver(
+                folder, queue: queue, allowed: [try HostPattern("api.example")], overrides: ["api.example": origin.base], cookies: jar)
+            let failed = try await DriverCookieTests().run(driver, queue, ResourceRequest(url: "satchel://api.example/echo"))
+            #expect(failed.head?.status == 504 && failed.body.contains("allCookies"), "\(failed.head?.status ?? 0) \(failed.body)")
+            #expect(logged.withLock { $0 }.count == 1)
+            let next = try await DriverCookieTests().run(driver, queue, ResourceRequest(url: "satchel://api.example/echo"))
+            #expect(next.head?.status == 200)
+        }
+    }
+}
+

@@ -145,7 +145,7 @@ struct RequestLayerTests {
             let webKit = try layer(folder, .webKit(hook: nil, cookies: jar))
             let answer = await webKit.respond(to: ResourceRequest(url: "satchel://app.example/elsewhere"))
             #expect(answer.response.headers["Set-Cookie"] == nil)
-            #expect(await jar.cookieHeader(for: "https://app.example/x", request: ResourceRequest(url: "satchel://app.example/")) == "sid=1")
+            #expect(try await jar.cookieHeader(for: "https://app.example/x", request: ResourceRequest(url: "satchel://app.example/")) == "sid=1")
             let navigation = await webKit.respond(to: ResourceRequest(url: "satchel://app.example/go", headers: ["Accept": "text/html"]))
             #expect(navigation.response.status == 200 && text(navigation.response).contains("location.replace(\"satchel://app.example/next\")"))
 

@@ -191,7 +191,7 @@ final class ViewerSession: @unchecked Sendable {
             try await satchel.callPage(view.pointer, name: params["name"]?.string ?? "", params: params["params"] ?? .null)
         }
         satchel.bridge.register("logout") { _ in
-            await satchel.cookies.clear()
+            try await satchel.cookies.clear()
             return true
         }
     }
@@ -359,7 +359,7 @@ final class ViewerSession: @unchecked Sendable {
         let cookies = LockedBox<[Cookie]>([])
         let jar = satchel.cookies
         let answered = Self.waitOnMainContext(seconds: 5) {
-            let all = await jar.cookies()
+            let all = (try? await jar.cookies()) ?? []
             cookies.withLock { $0 = all }
         }
         if !answered {
