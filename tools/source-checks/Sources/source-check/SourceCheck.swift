@@ -7,7 +7,7 @@ struct SourceCheck: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "source-check",
         abstract: "Scan Swift sources for what an Apple build would compile, without a Mac.",
-        subcommands: [Platform.self, Privacy.self])
+        subcommands: [Platform.self, Privacy.self, StandIn.self])
 }
 
 /// `-D` conditions, as the compiler takes them: none by default (a release build).
@@ -94,3 +94,29 @@ struct Privacy: ParsableCommand {
         print("\(files.count) files, \(byCategory.count) required-reason categories used, \(manifest) declares exactly these, with valid reasons")
     }
 }
+
+struct StandIn: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "standin",
+        abstract: "Compare the Apple type-check's WebKit stand-in with the facts read from WebKit's headers.")
+
+    @Argument(help: "The stand-in's directory (or .swift files).")
+    var standIn: String
+
+    @Argument(help: "The facts table (integrations/apple-typecheck/webkit-facts.json).")
+    var facts: String
+
+    func run() throws {
+        let files = try load([standIn])
+        let table: (facts: [StandInCheck.Fact], overlays: Set<String>)
+        do { table = try StandInCheck.facts(from: try Data(contentsOf: URL(fileURLWithPath: facts))) } catch {
+            try reportProblems(["source-check: \(facts): \(error)"])
+            return
+        }
+        let report = StandInCheck.compare(StandInCheck.declarations(in: files), facts: table.facts, overlays: table.overlays)
+        for mismatch in report.mismatches { print(mismatch) }
+        guard report.mismatches.isEmpty else { throw ExitCode.failure }
+        print("stand-in: \(report.checked) declarations agree with \(table.facts.count) facts (\(table.overlays.count) overlays)")
+    }
+}
+
