@@ -32,7 +32,38 @@ public struct PageSetup: Sendable, Equatable {
     public var bridgeHandlerName: String { hook.bridgeHandler ?? Self.defaultBridgeHandler }
     /// The app's origins: the hook runs, and native code calls into a page, only there.
     public var origins: [String] { hook.origins }
+    /// Whether a frame of `origin` is one of the app's: the only frames whose script messages the handlers take. WebKit
+    /// registers a message handler for every frame of a page, a foreign one inside it (an ad, a payment form)
+    /// included; the Apple adapter reads the sending frame's origin from the message and asks this.
+    public func admits(_ origin: FrameOrigin) -> Bool {
+        hook.origins.contains { $0.lowercased() == origin.serialized }
+    }
+
     /// WebKit's URL patterns for the documents of the app's origins (where a platform can limit a user script to
     /// them); the hook also stays inert on any other origin by itself.
     public var allowList: [String] { hook.origins.map { $0 + "/*" } }
+}
+
+/// A frame's security origin as WebKit reports it (`WKSecurityOrigin`: protocol, host, port, the port 0 when it is
+/// the scheme's default).
+public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible {
+    public var scheme: String
+    public var host: String
+    public var port: Int
+
+    public init(scheme: String, host: String, port: Int) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    /// `scheme://host[:port]`, lower-cased, the port left out when it is 0 or the scheme's default (RFC 6454's
+    /// serialization, as the hook's origins are written).
+    public var serialized: String {
+        let scheme = scheme.lowercased()
+        let defaultPort = scheme == "https" ? 443 : scheme == "http" ? 80 : 0
+        return "\(scheme)://\(host.lowercased())" + (port == 0 || port == defaultPort ? "" : ":\(port)")
+    }
+
+    public var description: String { serialized }
 }

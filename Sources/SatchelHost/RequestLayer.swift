@@ -154,9 +154,11 @@ public final class RequestLayer: Sendable {
     }
 
     /// A body the hook hands a script message handler (`{id, base64, contentType, method}`, the handler named by
-    /// ``PageSetup/bodyHandlerName``): stored for the request that follows. Both WebKit adapters call this.
+    /// ``PageSetup/bodyHandlerName``): stored for the request that follows. Both WebKit adapters call this; one that
+    /// knows the sending frame's origin (Apple's) passes it, and a frame of another origin is refused.
     /// - Throws: ``BodyMessageError``, whose description the page's promise rejects with.
-    public func storeBody(message: BodyMessage) throws(BodyMessageError) {
+    public func storeBody(message: BodyMessage, from origin: FrameOrigin? = nil) throws(BodyMessageError) {
+        if let origin, pageSetup?.admits(origin) != true { throw .foreignFrame(origin) }
         guard let id = message.id, let encoded = message.base64, let bytes = Data(base64Encoded: encoded) else {
             throw .malformed(handler: pageSetup?.bodyHandlerName ?? HookScript.Configuration.defaultMessageHandler)
         }
@@ -285,13 +287,16 @@ public struct BodyMessage: Sendable {
 }
 
 /// Why a body message was not stored; the page's promise rejects with the description.
-public enum BodyMessageError: Error, Sendable, CustomStringConvertible {
+public enum BodyMessageError: Error, Sendable, Equatable, CustomStringConvertible {
     case malformed(handler: String)
     case refused(BodyStore.Refusal)
+    /// Sent by a frame that is not of one of the app's origins.
+    case foreignFrame(FrameOrigin)
 
     public var description: String {
         switch self {
         case .malformed(let handler): "\(handler): expected {id, base64, contentType, method}"
+        case .foreignFrame(let origin): "satchel: bodies are not taken from frames of \(origin)"
         case .refused(let refusal): refusal.description
         }
     }

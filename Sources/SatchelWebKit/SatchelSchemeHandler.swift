@@ -91,11 +91,18 @@ public final class SatchelBodyMessageHandler: NSObject, WKScriptMessageHandlerWi
             id: object?["id"] as? String, base64: object?["base64"] as? String, contentType: object?["contentType"] as? String,
             method: object?["method"] as? String)
         do {
-            try layer.storeBody(message: received)
+            try layer.storeBody(message: received, from: FrameOrigin(message.frameInfo.securityOrigin))
             replyHandler(true, nil)
         } catch {
             replyHandler(nil, error.description)
         }
+    }
+}
+extension FrameOrigin {
+    /// The sending frame's origin, as WebKit reports it.
+    @MainActor
+    init(_ origin: WKSecurityOrigin) {
+        self.init(scheme: origin.protocol, host: origin.host, port: origin.port)
     }
 }
 #endif

@@ -41,7 +41,7 @@ public final class SatchelWebViews {
     /// The origins the hook serves: native code calls into a view only while it shows one.
     public var appOrigins: [String] { pageSetup?.origins ?? [] }
     private let bodies: SatchelBodyMessageHandler
-    private let bridgeMessages: SatchelBridgeMessageHandler
+    private let bridgeMessages: SatchelBridgeMessageHandler?
     private var views: [WeakView] = []
 
     private final class WeakView {
@@ -73,8 +73,9 @@ public final class SatchelWebViews {
         driver = SchemeTaskDriver(layer: layer, queue: .main)
         schemeHandler = SatchelSchemeHandler(driver: driver)
         bodies = SatchelBodyMessageHandler(layer: layer)
-        bridge = AppBridge(proofCheck: engine.proofCheck)
-        bridgeMessages = SatchelBridgeMessageHandler(bridge: bridge)
+        let bridge = AppBridge(proofCheck: engine.proofCheck)
+        self.bridge = bridge
+        bridgeMessages = layer.pageSetup.map { SatchelBridgeMessageHandler(bridge: bridge, pageSetup: $0) }
         recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
         let responseCache = fetcher.responseCache
         self.responseCache = responseCache
@@ -95,10 +96,11 @@ public final class SatchelWebViews {
         let content = WKUserContentController()
         if let pageSetup {
             // Every frame: the app's own frames need it, and WKUserScript has no allow list (WebKitGTK's has); on any
-            // other origin the hook returns before it does anything.
+            // other origin the hook returns before it does anything, and both handlers refuse messages from frames
+            // whose security origin is not one of the app's (PageSetup.admits).
             content.addUserScript(WKUserScript(source: pageSetup.script, injectionTime: .atDocumentStart, forMainFrameOnly: false))
             content.addScriptMessageHandler(bodies, contentWorld: .page, name: pageSetup.bodyHandlerName)
-            content.addScriptMessageHandler(bridgeMessages, contentWorld: .page, name: pageSetup.bridgeHandlerName)
+            if let bridgeMessages { content.addScriptMessageHandler(bridgeMessages, contentWorld: .page, name: pageSetup.bridgeHandlerName) }
         }
         configuration.userContentController = content
         let webView = WKWebView(frame: .zero, configuration: configuration)
@@ -147,15 +149,21 @@ public final class SatchelWebViews {
 @MainActor
 public final class SatchelBridgeMessageHandler: NSObject, WKScriptMessageHandlerWithReply {
     public let bridge: AppBridge
+    /// The app's page set-up: only frames of its origins are answered.
+    public let pageSetup: PageSetup
 
-    public init(bridge: AppBridge) {
+    public init(bridge: AppBridge, pageSetup: PageSetup) {
         self.bridge = bridge
+        self.pageSetup = pageSetup
     }
 
     public func userContentController(
         _ userContentController: WKUserContentController, didReceive message: WKScriptMessage,
         replyHandler: @escaping @MainActor (Any?, String?) -> Void
     ) {
+        // WebKit hands every frame the handler, a foreign one inside an app page too.
+        let origin = FrameOrigin(message.frameInfo.securityOrigin)
+        guard pageSetup.admits(origin) else { return replyHandler(nil, "satchel: the bridge does not answer frames of \(origin)") }
         let object = message.body as? [String: Any]
         let (id, name, params, token) = (object?["id"] as? String, object?["name"] as? String, object?["params"] as? String, object?["token"] as? String)
         let bridge = self.bridge

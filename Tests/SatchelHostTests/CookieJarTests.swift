@@ -102,8 +102,8 @@ struct CookieJarTests {
         let jar = AppCookieJar(store: store)
         let changes = Locked<[AppCookieJar.Change]>([])
         jar.observe { change in changes.withLock { $0.append(change) } }
-        #expect((try? try await jar.set("login=token; Path=/; HttpOnly; Secure; SameSite=Lax", for: "https://m.shop.com/").get())?.httpOnly == true)
-        #expect((try? try await jar.set("lang=fr; Domain=shop.com; Path=/", for: "https://m.shop.com/").get())?.hostOnly == false)
+        #expect((try? await jar.set("login=token; Path=/; HttpOnly; Secure; SameSite=Lax", for: "https://m.shop.com/").get())?.httpOnly == true)
+        #expect((try? await jar.set("lang=fr; Domain=shop.com; Path=/", for: "https://m.shop.com/").get())?.hostOnly == false)
         #expect(try await jar.set("x=1; Domain=evil.com", for: "https://m.shop.com/") == .failure(.domainMismatch(domain: "evil.com", host: "m.shop.com")))
         #expect(Set(try await jar.cookies(for: "satchel://m.shop.com/").map(\.name)) == ["login", "lang"])
         #expect(try await jar.cookies(for: "http://m.shop.com/").map(\.name) == ["lang"], "Secure is for secure URLs only")

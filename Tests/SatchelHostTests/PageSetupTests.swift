@@ -1,6 +1,7 @@
 import Foundation
 import SatchelCore
 import SatchelEngine
+import SatchelHTTP
 import SatchelTestSupport
 @testable import SatchelHost
 import Testing
@@ -32,4 +33,39 @@ struct PageSetupTests {
         #expect(named.script.contains(#""messageHandler":"shopBodies""#) && named.script.contains(#""bridgeHandler":"shopBridge""#))
         #expect(PageSetup(hook: nil, engine: engine) == nil)
     }
+
+    @Test("the handlers take messages only from frames of the app's origins (a foreign frame inside an app page sees them too)", arguments: [
+        (FrameOrigin(scheme: "satchel", host: "m.shop.com", port: 0), true),
+        (FrameOrigin(scheme: "SATCHEL", host: "M.Shop.com", port: 0), true),
+        (FrameOrigin(scheme: "https", host: "m.shop.com", port: 443), true),
+        (FrameOrigin(scheme: "https", host: "m.shop.com", port: 8443), false),
+        (FrameOrigin(scheme: "https", host: "ads.example", port: 0), false),
+        (FrameOrigin(scheme: "http", host: "m.shop.com", port: 0), false),
+        (FrameOrigin(scheme: "satchel", host: "m.shop.com.evil.example", port: 0), false),
+    ])
+    func framesOfTheAppOnly(_ case: (origin: FrameOrigin, admitted: Bool)) throws {
+        let engine = try ResourceEngine(source: NoPackages())
+        let setup = try #require(PageSetup(hook: HookScript.Configuration(origins: ["satchel://m.shop.com", "https://m.shop.com"]), engine: engine))
+        #expect(setup.admits(`case`.origin) == `case`.admitted, "\(`case`.origin)")
+        let layer = RequestLayer(
+            loader: ResourceLoader(engine: engine, fetcher: NoFetcher(), policy: NetworkPolicy(allowedHosts: [])),
+            configuration: .webKit(hook: HookScript.Configuration(origins: ["satchel://m.shop.com", "https://m.shop.com"]), cookies: nil))
+        let message = BodyMessage(id: "f1", base64: "", contentType: nil, method: nil)
+        if `case`.admitted {
+            try layer.storeBody(message: message, from: `case`.origin)
+        } else {
+            #expect(throws: BodyMessageError.foreignFrame(`case`.origin)) { try layer.storeBody(message: message, from: `case`.origin) }
+        }
+    }
 }
+
+private struct NoFetcher: NetworkFetcher {
+    func fetch(
+        _ request: ResourceRequest, timeouts: FetchTimeouts, on executor: any AnswerExecutor,
+        completion: @escaping @Sendable (Result<ResourceResponse, any Error>) -> Void
+    ) -> (any FetchHandle)? {
+        executor.execute { completion(.failure(FetchError.connectionFailed("none"))) }
+        return nil
+    }
+}
+

@@ -59,6 +59,14 @@ open class WKNavigation: NSObject {}
 @MainActor
 open class WKFrameInfo: NSObject {
     open var isMainFrame: Bool { true }
+    open var securityOrigin: WKSecurityOrigin { WKSecurityOrigin() }
+}
+
+@MainActor
+open class WKSecurityOrigin: NSObject {
+    open var `protocol`: String { "" }
+    open var host: String { "" }
+    open var port: Int { 0 }
 }
 
 @MainActor
