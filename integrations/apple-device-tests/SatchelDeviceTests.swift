@@ -1,0 +1,167 @@
+// What only a device can tell (docs/testing.md, "What only a device can tell"): an app team adds this file to its
+// app's XCTest target (iOS, on a device or a simulator; the memory kill needs a device) with SatchelWebKit linked,
+// and runs it on each iOS release it supports. Nothing here runs in this repository: the Apple type-check compiles it
+// against the WebKit stand-in, so it keeps up with the adapter's API.
+#if canImport(WebKit)
+import Foundation
+import SatchelCore
+import SatchelEngine
+import SatchelHTTP
+import SatchelHost
+import SatchelWebKit
+import WebKit
+import XCTest
+
+/// An upstream that records what reached it and answers with the size and the bytes' hex.
+final class RecordingUpstream: AsyncNetworkFetcher, @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: [ResourceRequest] = []
+    var requests: [ResourceRequest] { lock.withLock { received } }
+
+    func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        lock.withLock { received.append(request) }
+        let body = request.body ?? []
+        let text = "\(body.count) " + body.map { String(format: "%02x", $0) }.joined()
+        return ResourceResponse(status: 200, headers: ["Content-Type": "text/plain"], body: .bytes(Array(text.utf8)))
+    }
+}
+
+/// Waits for a view's navigations and forwards what recovery needs (as an app's delegate does).
+@MainActor
+final class NavigationProbe: NSObject, WKNavigationDelegate {
+    let recovery: WebContentRecovery
+    private var finished: [CheckedContinuation<Void, Never>] = []
+
+    init(recovery: WebContentRecovery) { self.recovery = recovery }
+
+    func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {
+        recovery.didFinish(webView)
+        let waiting = finished
+        finished = []
+        for waiter in waiting { waiter.resume() }
+    }
+
+    func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {
+        recovery.webContentProcessDidTerminate(webView)
+    }
+
+    func nextLoad() async {
+        await withCheckedContinuation { finished.append($0) }
+    }
+}
+
+/// A package served from a folder: `index.html` under `/app/` of app.example; anything else goes to the upstream.
+struct FolderPackage: PackageSource {
+    let package: ServedPackage
+    func servedPackages() throws -> [ServedPackage] { [package] }
+    func changeToken() -> [Int64] { [0] }
+    func pin(_ packages: [ServedPackage]) throws -> any Sendable { 0 }
+
+    static func make(page: String) throws -> FolderPackage {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-device-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let bytes = Array(page.utf8)
+        try Data(bytes).write(to: URL(fileURLWithPath: folder + "/index.html"))
+        let manifest = try Manifest(
+            id: PackageID("device"), version: SemanticVersion("1.0.0"), createdAt: Timestamp(secondsSinceEpoch: 0),
+            scope: Scope(hosts: [HostPattern("app.example")], pathPrefix: PathPrefix("/app/")),
+            files: [FileRecord(path: try SafePath(validating: "index.html"), size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes), mime: "text/html")])
+        return FolderPackage(package: ServedPackage(manifest: manifest, folder: folder))
+    }
+}
+
+@MainActor
+final class SatchelDeviceTests: XCTestCase {
+    let page = "<!doctype html><html><head><title>device</title></head><body>device</body></html>"
+
+    func makeSatchel(upstream: any NetworkFetcher, terminate: ((WKWebView) -> Void)? = nil) throws -> SatchelWebViews {
+        let engine = try ResourceEngine(source: try FolderPackage.make(page: page))
+        return try SatchelWebViews(
+            engine: engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("app.example")]), fetcher: upstream,
+            hook: HookScript.Configuration(origins: ["satchel://app.example"]), ephemeral: true,
+            recovery: WebProcessRecovery.Configuration(unresponsiveTimeout: .seconds(5), heartbeat: .seconds(1)), terminate: terminate)
+    }
+
+    /// HttpOnly and SameSite survive WKHTTPCookieStore both ways (HTTPCookie's properties differ by release).
+    func testCookieAttributesRoundTripThroughWKHTTPCookieStore() async throws {
+        let satchel = try makeSatchel(upstream: RecordingUpstream())
+        let jar = satchel.cookies
+        for field in ["a=1; Path=/; HttpOnly; SameSite=Strict", "b=2; Path=/; Secure; SameSite=None", "c=3; Path=/; SameSite=Lax", "d=4; Path=/"] {
+            let stored = try await jar.set(field, for: "https://app.example/")
+            XCTAssertNoThrow(try stored.get(), field)
+        }
+        let read = Dictionary(uniqueKeysWithValues: try await jar.cookies().map { ($0.name, $0) })
+        XCTAssertEqual(read["a"]?.httpOnly, true)
+        XCTAssertEqual(read["a"]?.sameSite, .strict)
+        XCTAssertEqual(read["b"]?.sameSite, Cookie.SameSite.none)
+        XCTAssertEqual(read["c"]?.sameSite, .lax)
+        // No attribute: stored with no policy, which Apple documents as sent cross-site; read back as None.
+        XCTAssertEqual(read["d"]?.sameSite, Cookie.SameSite.none)
+    }
+
+    /// Each call to the store answers well inside the jar's bound (5 s), over many calls; the slowest is printed so a
+    /// release that regresses shows up before its callback stops coming.
+    func testCookieStoreCallsAnswerWithinTheBound() async throws {
+        let satchel = try makeSatchel(upstream: RecordingUpstream())
+        var slowest: Duration = .zero
+        for index in 0..<100 {
+            let started = ContinuousClock.now
+            _ = try await satchel.cookies.set("n\(index)=\(index); Path=/", for: "https://app.example/")
+            _ = try await satchel.cookies.cookies()
+            slowest = max(slowest, ContinuousClock.now - started)
+        }
+        print("slowest set+read: \(slowest)")
+        XCTAssertLessThan(slowest, satchel.cookies.configuration.storeTimeout)
+    }
+
+    /// The bodies a page sends arrive upstream byte for byte, whichever way this release of WebKit delivers them
+    /// (httpBody, httpBodyStream, or not at all: then the hook's channels carry them).
+    func testRequestBodiesArriveByteForByte() async throws {
+        let upstream = RecordingUpstream()
+        let satchel = try makeSatchel(upstream: upstream)
+        let webView = satchel.makeWebView()
+        let probe = NavigationProbe(recovery: satchel.recovery)
+        webView.navigationDelegate = probe
+        webView.load(URLRequest(url: URL(string: "satchel://app.example/app/index.html")!))
+        await probe.nextLoad()
+        let cases = [
+            "new Uint8Array([0, 1, 2, 127, 128, 255])",
+            "'text with ü and \\u{1F600}'",
+            "(() => { const f = new FormData(); f.append('a', '1'); return new URLSearchParams(f); })()",
+        ]
+        for body in cases {
+            let script = "const r = await fetch('/api/echo', {method: 'POST', body: \(body)}); return await r.text();"
+            let answer = try await webView.callAsyncJavaScript(script, arguments: [:], in: nil, contentWorld: .page) as? String
+            let sent = upstream.requests.last?.body ?? []
+            XCTAssertEqual(answer, "\(sent.count) " + sent.map { String(format: "%02x", $0) }.joined(), body)
+            XCTAssertFalse(sent.isEmpty, "\(body): the body was lost")
+        }
+    }
+
+    /// A page past the memory WebKit allows: its process is killed and the view reloads what it showed (device only:
+    /// the simulator's limits differ).
+    func testMemoryKillRecovers() async throws {
+        let satchel = try makeSatchel(upstream: RecordingUpstream())
+        let webView = satchel.makeWebView()
+        let probe = NavigationProbe(recovery: satchel.recovery)
+        webView.navigationDelegate = probe
+        var reports: [WebContentRecovery.Report] = []
+        satchel.recovery.onRecovery = { reports.append($0) }
+        webView.load(URLRequest(url: URL(string: "satchel://app.example/app/index.html")!))
+        await probe.nextLoad()
+        webView.evaluateJavaScript("const keep = []; (function grow() { for (let i = 0; i < 16; i++) keep.push(new Float64Array(1 << 20).fill(i)); setTimeout(grow, 0); })();")
+        await probe.nextLoad()
+        XCTAssertEqual(reports.first?.recovery, .reloaded(url: "satchel://app.example/app/index.html"))
+    }
+
+    /// A view that is not on screen (a warm view) is never judged hung, however long its process stays silent.
+    func testHiddenViewIsNeverTerminated() async throws {
+        var terminated = 0
+        let satchel = try makeSatchel(upstream: RecordingUpstream()) { _ in terminated += 1 }
+        let pool = WarmWebViewPool(capacity: 1, make: satchel.makeWebView)
+        pool.warm()
+        try await Task.sleep(for: .seconds(20))
+        XCTAssertEqual(terminated, 0)
+    }
+}
+#endif
