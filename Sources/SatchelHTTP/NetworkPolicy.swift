@@ -32,6 +32,9 @@ public struct NetworkPolicy: Sendable {
     public var upstreamOverrides: [String: String]
     public var timeouts: FetchTimeouts
     public var cookies: (any CookieProvider)?
+    /// Sent as `User-Agent` on a network fallback whose request carries none (a web view's own requests carry
+    /// WebKit's, with the app's name): the origin sees the app the same way the page does.
+    public var userAgent: String?
 
     public init(allowedHosts: [HostPattern], upstreamOverrides: [String: String] = [:], timeouts: FetchTimeouts = FetchTimeouts(), cookies: (any CookieProvider)? = nil) {
         self.allowedHosts = allowedHosts
@@ -73,8 +76,8 @@ public struct NetworkPolicy: Sendable {
             target += Substring(baseBytes)
             target += Substring(rest)
         }
-        return ResourceRequest(
-            method: request.method, url: target, headers: HopByHop.removing(from: request.headers, also: Self.notForwarded), body: request.body,
-            cachePolicy: request.cachePolicy)
+        var headers = HopByHop.removing(from: request.headers, also: Self.notForwarded)
+        if let userAgent, !headers.contains("User-Agent") { headers.add("User-Agent", userAgent) }
+        return ResourceRequest(method: request.method, url: target, headers: headers, body: request.body, cachePolicy: request.cachePolicy)
     }
 }

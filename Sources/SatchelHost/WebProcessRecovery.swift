@@ -12,7 +12,7 @@
 /// while scripts were evaluated in it), and the container's heartbeat: every ``Configuration/heartbeat`` it asks the
 /// page to evaluate a trivial script, and a probe unanswered for the timeout means the process is stuck.
 ///
-/// Two states give no hang verdict, because a silent page there is not a stuck one:
+/// Three states give no hang verdict, because a silent page there is not a stuck one:
 /// - **off screen** (a warm view waiting in a pool, a view of a hidden window or a backgrounded app): iOS suspends the
 ///   web processes of views it does not show, so a probe there may wait for as long as the view is hidden. The adapter
 ///   says whether the view is shown at each beat; a hidden view gets no probe, and one outstanding is forgotten.
@@ -20,6 +20,7 @@
 ///   answered (on Apple's WebKit its callback never comes). No probe goes out while a navigation is under way;
 ///   instead a navigation that does not finish within ``Configuration/loadTimeout`` is stopped and shows the offline
 ///   page, reported as `load-timeout` (the trial judge of a release counts it the same way).
+/// - **a script dialog open** (``dialogOpened()``): the page waits for the app's answer.
 public struct WebProcessRecovery: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Terminations within ``window`` after which the view gets the offline page instead of a reload.
@@ -127,6 +128,8 @@ public struct WebProcessRecovery: Sendable {
     private var terminatingForUnresponsiveness = false
     /// The navigation under way: its URL and when it started.
     private var navigation: (url: String, since: ContinuousClock.Instant)?
+    /// Script dialogs waiting for an answer: the page's main thread waits with them.
+    private var dialogsOpen = 0
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -168,6 +171,17 @@ public struct WebProcessRecovery: Sendable {
         return [.scheduleLoadCheck(after: timeout)]
     }
 
+    /// A script dialog is waiting for the app's answer (``ScriptDialogs``): the page waits on it, so neither probes nor
+    /// WebKit's flag judge it hung, and a load it holds up is not timed out, until ``dialogClosed()``.
+    public mutating func dialogOpened() {
+        dialogsOpen += 1
+        probe = nil
+    }
+
+    public mutating func dialogClosed() {
+        dialogsOpen = max(0, dialogsOpen - 1)
+    }
+
     /// A navigation failed or was cancelled (the page that was there stays, or an error page shows): no longer
     /// navigating.
     public mutating func navigationFailed() {
@@ -178,6 +192,7 @@ public struct WebProcessRecovery: Sendable {
     /// stopped and the view shows the offline page (reported as `load-timeout`, not counted as a termination).
     public mutating func loadCheck(now: ContinuousClock.Instant) -> [Action] {
         guard let navigation, let timeout = configuration.loadTimeout else { return [] }
+        if dialogsOpen > 0 { return [.scheduleLoadCheck(after: timeout)] }
         let waited = now - navigation.since
         guard waited >= timeout else { return [.scheduleLoadCheck(after: timeout - waited)] }
         self.navigation = nil
@@ -209,7 +224,7 @@ public struct WebProcessRecovery: Sendable {
     /// means terminate. A hidden view is checked again later (its process may be suspended, not stuck).
     public mutating func responsivenessCheck(now: ContinuousClock.Instant, visible: Bool = true) -> [Action] {
         guard let since = unresponsiveSince, !terminatingForUnresponsiveness else { return [] }
-        guard visible else { return [.scheduleResponsivenessCheck(after: configuration.unresponsiveTimeout)] }
+        guard visible, dialogsOpen == 0 else { return [.scheduleResponsivenessCheck(after: configuration.unresponsiveTimeout)] }
         guard now - since >= configuration.unresponsiveTimeout else {
             return [.scheduleResponsivenessCheck(after: configuration.unresponsiveTimeout - (now - since))]
         }
@@ -222,7 +237,7 @@ public struct WebProcessRecovery: Sendable {
     public mutating func heartbeatDue(now: ContinuousClock.Instant, visible: Bool) -> [Action] {
         guard let interval = configuration.heartbeat, heartbeatRunning else { return [] }
         if terminatingForUnresponsiveness { return [.scheduleHeartbeat(after: interval)] }
-        if !visible || navigation != nil {
+        if !visible || navigation != nil || dialogsOpen > 0 {
             probe = nil
             return [.scheduleHeartbeat(after: interval)]
         }

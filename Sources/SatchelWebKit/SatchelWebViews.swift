@@ -27,6 +27,12 @@ public final class SatchelWebViews {
     public let cookies: AppCookieJar
     public let bridge: AppBridge
     public let recovery: WebContentRecovery
+    /// Every view's JS dialogs (its `uiDelegate`): set ``SatchelDialogs/handler`` to show them.
+    public let dialogs: SatchelDialogs
+    /// Every view's load progress, for a progress bar (the app forwards its observation of `estimatedProgress`).
+    public let progress = WebLoadProgress()
+    /// The app's name and version in every view's user agent (`applicationNameForUserAgent`), or nil.
+    public let applicationName: ApplicationName?
     public let dataStore: WKWebsiteDataStore
     public let processPool: WKProcessPool
     /// The app's HTTP cache, when the fetcher has one.
@@ -60,7 +66,8 @@ public final class SatchelWebViews {
     ///   Objective-C exception and end the app).
     public init(
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher, hook: HookScript.Configuration?, ephemeral: Bool = false,
-        recovery configuration: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), terminate: ((WKWebView) -> Void)? = nil
+        recovery configuration: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), terminate: ((WKWebView) -> Void)? = nil,
+        dialogs dialogConfiguration: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil
     ) throws(CustomSchemeError) {
         try CustomSchemeCheck.check(engine.configuration.customSchemes) { WKWebView.handlesURLScheme($0) }
         self.engine = engine
@@ -76,7 +83,10 @@ public final class SatchelWebViews {
         let bridge = AppBridge(proofCheck: engine.proofCheck)
         self.bridge = bridge
         bridgeMessages = layer.pageSetup.map { SatchelBridgeMessageHandler(bridge: bridge, pageSetup: $0) }
-        recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
+        let recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
+        self.recovery = recovery
+        dialogs = SatchelDialogs(recovery: recovery, configuration: dialogConfiguration)
+        self.applicationName = applicationName
         let responseCache = fetcher.responseCache
         self.responseCache = responseCache
         let jarChanged: @Sendable (AppCookieJar.Change) -> Void = { [weak self] change in
@@ -103,7 +113,10 @@ public final class SatchelWebViews {
             if let bridgeMessages { content.addScriptMessageHandler(bridgeMessages, contentWorld: .page, name: pageSetup.bridgeHandlerName) }
         }
         configuration.userContentController = content
+        // Appended to WebKit's own user agent: pages and the requests the view makes carry the same one.
+        configuration.applicationNameForUserAgent = applicationName?.description
         let webView = WKWebView(frame: .zero, configuration: configuration)
+        webView.uiDelegate = dialogs
         recovery.attach(webView)
         views = views.filter { $0.view != nil } + [WeakView(webView)]
         return webView

@@ -99,6 +99,15 @@ public final class WebContentRecovery {
         guards[ObjectIdentifier(webView)]?.machine.navigationFailed()
     }
 
+    /// A script dialog of `webView` waits for the app (``SatchelDialogs``): the page is not hung meanwhile.
+    public func dialogOpened(_ webView: WKWebView) {
+        guards[ObjectIdentifier(webView)]?.machine.dialogOpened()
+    }
+
+    public func dialogClosed(_ webView: WKWebView) {
+        guards[ObjectIdentifier(webView)]?.machine.dialogClosed()
+    }
+
     /// Whether `webView` is on screen: in a window and not hidden.
     static func isShown(_ webView: WKWebView) -> Bool {
         #if canImport(UIKit)

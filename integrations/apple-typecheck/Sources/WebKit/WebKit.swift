@@ -22,7 +22,9 @@ open class WKWebView: UIView {
     /// WKWebView.h: `+ (BOOL)handlesURLScheme:(NSString *)urlScheme` (macOS 10.13, iOS 11.0).
     open class func handlesURLScheme(_ urlScheme: String) -> Bool { false }
     open weak var navigationDelegate: (any WKNavigationDelegate)?
+    open weak var uiDelegate: (any WKUIDelegate)?
     open var url: URL? { nil }
+    open var estimatedProgress: Double { 0 }
 
     @discardableResult
     open func load(_ request: URLRequest) -> WKNavigation? { nil }
@@ -45,6 +47,7 @@ open class WKWebViewConfiguration: NSObject {
     open var processPool = WKProcessPool()
     open var websiteDataStore = WKWebsiteDataStore.default()
     open var userContentController = WKUserContentController()
+    open var applicationNameForUserAgent: String?
     open func setURLSchemeHandler(_ urlSchemeHandler: (any WKURLSchemeHandler)?, forURLScheme urlScheme: String) {}
 }
 
@@ -78,6 +81,34 @@ public protocol WKNavigationDelegate: NSObjectProtocol {
 extension WKNavigationDelegate {
     public func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {}
     public func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {}
+}
+
+@MainActor
+public protocol WKUIDelegate: NSObjectProtocol {
+    func webView(
+        _ webView: WKWebView, runJavaScriptAlertPanelWithMessage message: String, initiatedByFrame frame: WKFrameInfo,
+        completionHandler: @escaping @MainActor @Sendable () -> Void)
+    func webView(
+        _ webView: WKWebView, runJavaScriptConfirmPanelWithMessage message: String, initiatedByFrame frame: WKFrameInfo,
+        completionHandler: @escaping @MainActor @Sendable (Bool) -> Void)
+    func webView(
+        _ webView: WKWebView, runJavaScriptTextInputPanelWithPrompt prompt: String, defaultText: String?, initiatedByFrame frame: WKFrameInfo,
+        completionHandler: @escaping @MainActor @Sendable (String?) -> Void)
+}
+
+extension WKUIDelegate {
+    public func webView(
+        _ webView: WKWebView, runJavaScriptAlertPanelWithMessage message: String, initiatedByFrame frame: WKFrameInfo,
+        completionHandler: @escaping @MainActor @Sendable () -> Void
+    ) {}
+    public func webView(
+        _ webView: WKWebView, runJavaScriptConfirmPanelWithMessage message: String, initiatedByFrame frame: WKFrameInfo,
+        completionHandler: @escaping @MainActor @Sendable (Bool) -> Void
+    ) {}
+    public func webView(
+        _ webView: WKWebView, runJavaScriptTextInputPanelWithPrompt prompt: String, defaultText: String?, initiatedByFrame frame: WKFrameInfo,
+        completionHandler: @escaping @MainActor @Sendable (String?) -> Void
+    ) {}
 }
 
 // MARK: Custom schemes

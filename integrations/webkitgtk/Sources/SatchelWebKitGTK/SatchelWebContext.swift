@@ -64,9 +64,12 @@ public final class SatchelWebContext: @unchecked Sendable {
     public init(
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher,
         hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10, memoryLimit: Int? = nil,
-        recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), cache: HTTPCache? = nil
+        recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), cache: HTTPCache? = nil,
+        dialogs: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil
     ) throws {
         httpCache = cache
+        dialogConfiguration = dialogs
+        self.applicationName = applicationName
         executor = GLibMainContextExecutor()
         self.engine = engine
         recoveryConfiguration = recovery
@@ -78,6 +81,13 @@ public final class SatchelWebContext: @unchecked Sendable {
             customSchemes: engine.configuration.customSchemes)
         var policy = policy
         policy.cookies = cookies
+        if let applicationName {
+            // The same user agent the views send (WebKit's with the app's details), for fallbacks that carry none.
+            let settings = webkit_settings_new()
+            webkit_settings_set_user_agent_with_application_details(settings, applicationName.name, applicationName.version)
+            policy.userAgent = webkit_settings_get_user_agent(settings).map { String(cString: $0) }
+            g_object_unref(UnsafeMutableRawPointer(settings))
+        }
         let loader = ResourceLoader(engine: engine, fetcher: cache.map { CachingFetcher(cache: $0, upstream: fetcher) } ?? fetcher, policy: policy)
         // The request layer with a WebKit adapter's configuration: the hook as a user script (it proves every body it
         // moves with this launch's secret, and provides document.cookie and window.satchel on the app's pages), the
@@ -98,6 +108,9 @@ public final class SatchelWebContext: @unchecked Sendable {
         startNotifications()
     }
 
+    /// The app's name and version in every view's user agent (`Shop/2.3.0`), or nil for WebKit's own.
+    public let applicationName: ApplicationName?
+
     /// Media from the custom schemes over loopback HTTP (see ``MediaRelay``), on the same driver.
     public let mediaRelay: MediaRelay
     /// See ``MediaScript``: always injected, hook or not.
@@ -109,6 +122,19 @@ public final class SatchelWebContext: @unchecked Sendable {
     let recoveryConfiguration: WebProcessRecovery.Configuration
     /// Told, on the main context's thread, every time a view's web process ended and what was done about it.
     public var recoveryHandler: ((RecoveryReport) -> Void)?
+    /// The app's JS dialogs (``ScriptDialogs``): asked, on the main context's thread, for each `alert`, `confirm`,
+    /// `prompt` and `beforeunload` of a view on screen; it answers once, from any thread, within the configured bound
+    /// or the default answers. nil: every dialog gets the default at once.
+    public var dialogHandler: ((UnsafeMutablePointer<WebKitWebView>, ScriptDialog, @escaping @Sendable (ScriptDialogAnswer) -> Void) -> Void)?
+    /// Told of every dialog and how it was answered (type, message, answer, by whom).
+    public var dialogReportHandler: ((UnsafeMutablePointer<WebKitWebView>, ScriptDialogs.Report) -> Void)?
+    /// Told of each view's load progress for a progress bar (``LoadProgress``: 0 to 1, never backwards within a
+    /// navigation, 1 when the load finished).
+    public var progressHandler: ((UnsafeMutablePointer<WebKitWebView>, Double) -> Void)?
+    let dialogConfiguration: ScriptDialogs.Configuration
+    /// The dialogs and progress of every view made here, by view.
+    private var dialogs: [UnsafeMutableRawPointer: ViewDialogs] = [:]
+    private var progress: [UnsafeMutableRawPointer: ViewProgress] = [:]
     /// The guard of every view made here, by view.
     private var recoveries: [UnsafeMutableRawPointer: ViewRecovery] = [:]
 
@@ -135,7 +161,14 @@ public final class SatchelWebContext: @unchecked Sendable {
         g_object_unref(UnsafeMutableRawPointer(manager))
         // The white-screen guard, for as long as the view lives.
         let raw = UnsafeMutableRawPointer(view)
-        recoveries[raw] = ViewRecovery(view: view, context: self, configuration: recoveryConfiguration)
+        // The app's name in WebKit's user agent, for pages and for every request the view makes.
+        if let applicationName {
+            webkit_settings_set_user_agent_with_application_details(webkit_web_view_get_settings(view), applicationName.name, applicationName.version)
+        }
+        let recovery = ViewRecovery(view: view, context: self, configuration: recoveryConfiguration)
+        recoveries[raw] = recovery
+        self.dialogs[raw] = ViewDialogs(view: view, context: self, recovery: recovery, configuration: dialogConfiguration)
+        self.progress[raw] = ViewProgress(view: view, context: self)
         satchel_weak_ref(raw, { data, object in
             guard let data, let object else { return }
             Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue().viewFinalized(object)
@@ -246,6 +279,8 @@ public final class SatchelWebContext: @unchecked Sendable {
     /// A view is gone: its guard and its task group go with it.
     private func viewFinalized(_ view: UnsafeMutableRawPointer) {
         recoveries.removeValue(forKey: view)?.viewGone()
+        dialogs.removeValue(forKey: view)?.viewGone()
+        progress.removeValue(forKey: view)
         ViewKey.forget(view)
     }
 

@@ -71,6 +71,11 @@ final class ViewRecovery {
 
     func resumeHeartbeat() { perform(machine.started()) }
 
+    /// A script dialog waits for the app's answer (``ViewDialogs``): the page is not hung meanwhile.
+    func dialogOpened() { machine.dialogOpened() }
+
+    func dialogClosed() { machine.dialogClosed() }
+
     private func terminated(_ reason: WebKitWebProcessTerminationReason) {
         let mapped: WebProcessRecovery.Reason = switch reason {
         case WEBKIT_WEB_PROCESS_EXCEEDED_MEMORY_LIMIT: .exceededMemoryLimit

@@ -56,6 +56,12 @@ struct SatchelWebview: ParsableCommand {
     var terminateAfter: Double?
     @Option(name: .customLong("cookie"), help: "A cookie NAME=VALUE for the opened URL's host, path /, set in the app's jar before the page loads (repeatable).")
     var cookies: [String] = []
+    @Option(help: "Answer the page's JS dialogs as the app's handler would: accept (OK, a prompt's default text) or dismiss; without it, the default policy answers (an alert acknowledged, a confirm dismissed, a prompt null). The report lists them (dialogs in --json).")
+    var dialogs: DialogAnswering?
+    @Option(help: "Seconds the --dialogs handler takes before it answers (the page waits on the dialog meanwhile).")
+    var dialogDelay: Double = 0
+    @Option(help: "The app's name/version in every view's user agent (e.g. Shop/2.3.0), which the network fallback sends too.")
+    var appName: String?
     @Option(help: "Append one JSON line per event here as it happens (loaded, ready: the script finished, recovered), for a driver that acts between them.", completion: .file())
     var events: String?
 
@@ -68,6 +74,9 @@ struct SatchelWebview: ParsableCommand {
         guard terminationWindow > 0, unresponsiveTimeout > 0 else { throw ValidationError("--termination-window and --unresponsive-timeout must be positive") }
         guard recoveries >= 0 else { throw ValidationError("--recoveries cannot be negative") }
         guard loadTimeout >= 0 else { throw ValidationError("--load-timeout cannot be negative") }
+        if let appName {
+            do { _ = try ApplicationName(parsing: appName) } catch { throw ValidationError("--app-name: \(error)") }
+        }
         if let terminateAfter, terminateAfter < 0 { throw ValidationError("--terminate-after cannot be negative") }
         for cookie in cookies where !cookie.contains("=") || cookie.hasPrefix("=") {
             throw ValidationError("--cookie \(cookie): expected NAME=VALUE")
@@ -105,7 +114,17 @@ struct SatchelWebview: ParsableCommand {
             loadTimeout: loadTimeout > 0 ? .milliseconds(Int(loadTimeout * 1000)) : nil)
         let satchel = try SatchelWebContext(
             engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins), memoryLimit: memoryLimit,
-            recovery: recovery, cache: try cacheOptions.open(mode: .private))
+            recovery: recovery, cache: try cacheOptions.open(mode: .private), applicationName: try appName.map { try ApplicationName(parsing: $0) })
+        if let dialogs {
+            let delay = dialogDelay
+            satchel.dialogHandler = { _, dialog, answer in
+                let given = dialogs == .accept ? ScriptDialogAnswer(accepted: true, text: dialog.defaultText ?? "") : ScriptDialogAnswer(accepted: false)
+                Task {
+                    if delay > 0 { try? await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
+                    answer(given)
+                }
+            }
+        }
         try Self.setCookies(cookies, for: target, in: satchel)
         let view = warm ? try Self.warmView(satchel, timeout: timeout) : satchel.makeWebView()
         let session = ViewerSession(
@@ -178,3 +197,9 @@ final class EventLog {
         file.write(data + Data("\n".utf8))
     }
 }
+
+/// `--dialogs`: how the viewer, standing in for an app's handler, answers the page's dialogs.
+enum DialogAnswering: String, ExpressibleByArgument, CaseIterable {
+    case accept, dismiss
+}
+

@@ -33,6 +33,8 @@ final class ViewerSession: @unchecked Sendable {
     private var waitingForRecoveries = false
 
     private var report: [String: Any] = [:]
+    /// The page's JS dialogs and their answers (`dialogs` in the report).
+    private var dialogs: [[String: Any]] = []
     private var errors: [String] = []
     /// When the load was asked for: what every figure of the report is measured from.
     private var started = Date()
@@ -90,6 +92,15 @@ final class ViewerSession: @unchecked Sendable {
         }
         _ = satchel_signal_connect(UnsafeMutableRawPointer(window), "close-request", unsafeBitCast(closeRequest, to: GCallback.self), me)
         satchel.recoveryHandler = { [unowned self] report in self.recovered(report) }
+        satchel.dialogReportHandler = { [unowned self] _, dialog in
+            let entry: [String: Any] = [
+                "type": dialog.dialog.kind.rawValue, "message": dialog.dialog.message,
+                "answer": Self.jsonObject(dialog.answer.json(for: dialog.dialog.kind)), "answeredBy": dialog.answeredBy.rawValue,
+            ]
+            self.dialogs.append(entry)
+            self.events?.write("dialog", entry)
+        }
+        satchel.progressHandler = { [unowned self] _, value in self.events?.write("progress", ["value": value]) }
         registerBridgeHandlers()
         g_timeout_add_full(G_PRIORITY_DEFAULT, guint(timeout * 1000), { data in
             let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
@@ -336,6 +347,7 @@ final class ViewerSession: @unchecked Sendable {
         }
         report["error"] = errors.isEmpty ? NSNull() : errors.joined(separator: "; ")
         if awaitedRecoveries > 0 { report["recoveries"] = recoveries }
+        report["dialogs"] = dialogs
         // The tasks still active name their phase and URL: a page whose loads never end says which.
         report["tasks"] = [
             "started": satchel.driver.startedTaskCount, "active": satchel.driver.activeTaskCount,
@@ -412,3 +424,18 @@ final class LockedBox<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
     func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
 }
+
+extension ViewerSession {
+    /// A bridge value as JSONSerialization takes it.
+    static func jsonObject(_ value: BridgeValue) -> Any {
+        switch value {
+        case .null: NSNull()
+        case .bool(let flag): flag
+        case .number(let number): number
+        case .string(let text): text
+        case .array(let items): items.map(jsonObject)
+        case .object(let fields): fields.mapValues(jsonObject)
+        }
+    }
+}
+

@@ -1,0 +1,119 @@
+import SatchelCore
+import SatchelHTTP
+@testable import SatchelHost
+import Testing
+
+@Suite("JS dialogs always complete: the app's handler on screen, else the stated default, and never a hang")
+struct ScriptDialogsTests {
+    let start = ContinuousClock.now
+
+    @Test("the default policy: an alert is acknowledged, a confirm dismissed, a prompt returns null, and a page may leave")
+    func defaults() {
+        #expect(ScriptDialogAnswer.default(for: .alert) == ScriptDialogAnswer(accepted: true))
+        #expect(ScriptDialogAnswer.default(for: .confirm) == ScriptDialogAnswer(accepted: false))
+        #expect(ScriptDialogAnswer.default(for: .prompt) == ScriptDialogAnswer(accepted: false))
+        #expect(ScriptDialogAnswer.default(for: .beforeUnload) == ScriptDialogAnswer(accepted: true))
+        #expect(ScriptDialogAnswer.default(for: .prompt).json(for: .prompt) == .null)
+        #expect(ScriptDialogAnswer(accepted: true, text: "x").json(for: .prompt) == .string("x"))
+        #expect(ScriptDialogAnswer(accepted: false, text: "x").text == nil, "a dismissed prompt has no text")
+        #expect(ScriptDialogAnswer.default(for: .confirm).json(for: .confirm) == .bool(false))
+    }
+
+    @Test("without a handler, or off screen, every dialog is answered at once by the default and reported", arguments: [(false, true), (true, false), (false, false)])
+    func answeredAtOnce(_ case: (hasHandler: Bool, visible: Bool)) {
+        var dialogs = ScriptDialogs()
+        for kind in ScriptDialog.Kind.allCases {
+            let dialog = ScriptDialog(kind: kind, message: "m")
+            let (id, actions) = dialogs.opened(dialog, hasHandler: `case`.hasHandler, visible: `case`.visible)
+            let answer = ScriptDialogAnswer.default(for: kind)
+            #expect(actions == [.answer(id: id, answer), .report(.init(dialog: dialog, answer: answer, answeredBy: .defaultPolicy))])
+        }
+        #expect(!dialogs.isWaiting)
+    }
+
+    @Test("on screen with a handler: the app answers; one that does not answer in time gets the default; a late answer changes nothing")
+    func handler() {
+        var dialogs = ScriptDialogs(configuration: .init(handlerTimeout: .seconds(10)))
+        let prompt = ScriptDialog(kind: .prompt, message: "name?", defaultText: "guest")
+        let (first, asked) = dialogs.opened(prompt, hasHandler: true, visible: true)
+        #expect(asked == [.askHandler(id: first, prompt), .scheduleTimeout(id: first, after: .seconds(10))])
+        #expect(dialogs.isWaiting)
+        let typed = ScriptDialogAnswer(accepted: true, text: "Ada")
+        #expect(dialogs.answered(first, with: typed) == [.answer(id: first, typed), .report(.init(dialog: prompt, answer: typed, answeredBy: .app))])
+        #expect(dialogs.timedOut(first) == [], "answered already")
+
+        let confirm = ScriptDialog(kind: .confirm, message: "sure?")
+        let (second, _) = dialogs.opened(confirm, hasHandler: true, visible: true)
+        #expect(second != first)
+        let fallback = ScriptDialogAnswer.default(for: .confirm)
+        #expect(dialogs.timedOut(second) == [.answer(id: second, fallback), .report(.init(dialog: confirm, answer: fallback, answeredBy: .timeout))])
+        #expect(dialogs.answered(second, with: ScriptDialogAnswer(accepted: true)) == [], "too late: WebKit had its answer")
+        #expect(!dialogs.isWaiting)
+    }
+
+    @Test("a dialog waiting for the app is not a hang: no probe, no verdict from WebKit's flag, no load timeout, until it closes")
+    func notAHang() {
+        var recovery = WebProcessRecovery(configuration: .init(unresponsiveTimeout: .seconds(5), heartbeat: .seconds(2), loadTimeout: .seconds(30)))
+        _ = recovery.started()
+        #expect(recovery.heartbeatDue(now: start, visible: true) == [.sendProbe(id: 1), .scheduleHeartbeat(after: .seconds(2))])
+        recovery.dialogOpened()
+        for second in stride(from: 2, through: 60, by: 2) {
+            #expect(recovery.heartbeatDue(now: start + .seconds(second), visible: true) == [.scheduleHeartbeat(after: .seconds(2))])
+        }
+        #expect(recovery.responsivenessChanged(false, now: start + .seconds(10)) == [.scheduleResponsivenessCheck(after: .seconds(5))])
+        #expect(recovery.responsivenessCheck(now: start + .seconds(20)) == [.scheduleResponsivenessCheck(after: .seconds(5))])
+        recovery.dialogClosed()
+        #expect(recovery.heartbeatDue(now: start + .seconds(62), visible: true) == [.sendProbe(id: 2), .scheduleHeartbeat(after: .seconds(2))])
+
+        // A load held up by a dialog is not timed out while it waits.
+        _ = recovery.navigationStarted(url: "satchel://m.shop.com/", now: start + .seconds(100))
+        recovery.dialogOpened()
+        #expect(recovery.loadCheck(now: start + .seconds(131)) == [.scheduleLoadCheck(after: .seconds(30))])
+        recovery.dialogClosed()
+        #expect(recovery.loadCheck(now: start + .seconds(161)).first == .stopLoading)
+    }
+}
+
+@Suite("Load progress for a progress bar")
+struct LoadProgressTests {
+    @Test("moves at once, rises quickly toward 0.9, never goes backwards within a navigation, and reaches 1 only on load")
+    func smoothing() {
+        var progress = LoadProgress()
+        #expect(progress.estimate(0.35) == nil && progress.finished() == nil, "no navigation yet (WebKit's estimate moves for the initial blank page)")
+        #expect(progress.navigationStarted() == 0.1)
+        let estimates = [0.1, 0.25, 0.2, 0.5, 0.3, 0.8, 1.0, 0.95]
+        var shown: [Double] = [0.1]
+        for estimate in estimates {
+            if let value = progress.estimate(estimate) { shown.append(value) }
+        }
+        #expect(zip(shown, shown.dropFirst()).allSatisfy { $0 < $1 }, "\(shown)")
+        #expect(shown.last! <= LoadProgress.ceiling && shown.last! >= 0.85)
+        #expect(shown[2] >= 0.5, "quick at first: an estimate of 0.25 shows half the way (\(shown))")
+        #expect(progress.finished() == 1 && progress.finished() == nil)
+        #expect(progress.estimate(0.5) == nil, "finished: nothing moves until the next navigation")
+        #expect(progress.navigationStarted() == 0.1, "the next navigation starts over")
+    }
+}
+
+@Suite("The app's name in the user agent")
+struct ApplicationNameTests {
+    @Test("name/version, each an RFC 9110 token; anything else is refused with the rule")
+    func parsing() throws {
+        let name = try ApplicationName(parsing: "Shop/2.3.0")
+        #expect(name.name == "Shop" && name.version == "2.3.0" && name.description == "Shop/2.3.0")
+        for bad in ["Shop", "Shop/", "/2.3", "Sh op/1", "Shop/1/2", "Shop/1;x", "Shöp/1", ""] {
+            #expect(throws: ApplicationNameError.invalid(bad)) { try ApplicationName(parsing: bad) }
+        }
+    }
+
+    @Test("the network fallback sends the app's user agent when the request carries none, and never replaces one")
+    func fallback() throws {
+        var policy = NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")])
+        policy.userAgent = "WebKit Shop/2.3.0"
+        let bare = try policy.upstreamRequestWithoutCookies(for: ResourceRequest(url: "https://m.shop.com/api"), upstreamURL: "https://m.shop.com/api")
+        #expect(bare.headers["User-Agent"] == "WebKit Shop/2.3.0")
+        let own = try policy.upstreamRequestWithoutCookies(
+            for: ResourceRequest(url: "https://m.shop.com/api", headers: ["User-Agent": "the page's"]), upstreamURL: "https://m.shop.com/api")
+        #expect(own.headers.values("User-Agent") == ["the page's"])
+    }
+}
