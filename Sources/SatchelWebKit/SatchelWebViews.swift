@@ -104,6 +104,8 @@ public final class SatchelWebViews {
         configuration.websiteDataStore = dataStore
         for scheme in engine.configuration.customSchemes.sorted() { configuration.setURLSchemeHandler(schemeHandler, forURLScheme: scheme) }
         let content = WKUserContentController()
+        // satchel:restored for a page shown again from the back-forward cache, hook or not.
+        content.addUserScript(WKUserScript(source: BackNavigation.restoredEventScript, injectionTime: .atDocumentStart, forMainFrameOnly: false))
         if let pageSetup {
             // Every frame: the app's own frames need it, and WKUserScript has no allow list (WebKitGTK's has); on any
             // other origin the hook returns before it does anything, and both handlers refuse messages from frames
@@ -121,6 +123,51 @@ public final class SatchelWebViews {
         views = views.filter { $0.view != nil } + [WeakView(webView)]
         return webView
     }
+
+    // MARK: The navigation delegate's calls
+
+    /// Forward the view's navigation delegate here (every call recovery, progress and back navigation need).
+    public func didStartProvisionalNavigation(_ webView: WKWebView) {
+        recovery.didStartProvisionalNavigation(webView)
+        progress.didStartProvisionalNavigation(webView)
+    }
+
+    /// From `webView(_:didFinish:)`: the load finished; the first page a view shows becomes its root, and the text
+    /// size WebKit may have grown on going back is reset (004 §2.8.4).
+    public func didFinish(_ webView: WKWebView) {
+        recovery.didFinish(webView)
+        progress.didFinish(webView)
+        histories[ObjectIdentifier(webView), default: BackNavigation()].committed(
+            url: webView.url?.absoluteString ?? "", backLength: webView.backForwardList.backList.count)
+        webView.evaluateJavaScript(BackNavigation.textSizeReset, completionHandler: nil)
+    }
+
+    /// From both failure callbacks.
+    public func didFail(_ webView: WKWebView) {
+        recovery.didFail(webView)
+        progress.didFinish(webView)
+    }
+
+    /// From `webViewWebContentProcessDidTerminate(_:)`.
+    public func webContentProcessDidTerminate(_ webView: WKWebView) {
+        recovery.webContentProcessDidTerminate(webView)
+    }
+
+    /// Whether `webView` can go back within the app's pages: the first page it showed is its root (``BackNavigation``).
+    public func canGoBack(_ webView: WKWebView) -> Bool {
+        histories[ObjectIdentifier(webView), default: BackNavigation()].canGoBack(
+            webKitCanGoBack: webView.canGoBack, backLength: webView.backForwardList.backList.count)
+    }
+
+    /// Goes back when ``canGoBack(_:)``; returns whether it did (false: the app pops the screen instead).
+    @discardableResult
+    public func goBack(_ webView: WKWebView) -> Bool {
+        guard canGoBack(webView) else { return false }
+        webView.goBack()
+        return true
+    }
+
+    private var histories: [ObjectIdentifier: BackNavigation] = [:]
 
     /// Forgets what the HTTP cache holds for one host, for every host of package `id`, or everything.
     public func clearCache(host: String? = nil, package id: String? = nil) {

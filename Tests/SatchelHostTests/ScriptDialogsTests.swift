@@ -117,3 +117,21 @@ struct ApplicationNameTests {
         #expect(own.headers.values("User-Agent") == ["the page's"])
     }
 }
+
+@Suite("Back navigation: the first page shown is the root")
+struct BackNavigationTests {
+    @Test("a warm view's blank page is behind the root; back works only past the root")
+    func root() {
+        var back = BackNavigation()
+        #expect(!back.canGoBack(webKitCanGoBack: true, backLength: 1), "no page shown yet")
+        back.committed(url: "about:blank", backLength: 0)
+        #expect(back.rootBackLength == nil)
+        back.committed(url: "satchel://m.shop.com/", backLength: 1)  // the warm view's about:blank is behind it
+        #expect(back.rootBackLength == 1)
+        #expect(!back.canGoBack(webKitCanGoBack: true, backLength: 1), "on the root: the app leaves the view instead")
+        back.committed(url: "satchel://m.shop.com/cart", backLength: 2)
+        #expect(back.rootBackLength == 1, "the root stays the first page")
+        #expect(back.canGoBack(webKitCanGoBack: true, backLength: 2))
+        #expect(!back.canGoBack(webKitCanGoBack: false, backLength: 2), "WebKit has the last word")
+    }
+}

@@ -25,6 +25,11 @@ open class WKWebView: UIView {
     open weak var uiDelegate: (any WKUIDelegate)?
     open var url: URL? { nil }
     open var estimatedProgress: Double { 0 }
+    open var canGoBack: Bool { false }
+    open var backForwardList: WKBackForwardList { WKBackForwardList() }
+
+    @discardableResult
+    open func goBack() -> WKNavigation? { nil }
 
     @discardableResult
     open func load(_ request: URLRequest) -> WKNavigation? { nil }
@@ -40,6 +45,14 @@ open class WKWebView: UIView {
         nil
     }
 }
+
+@MainActor
+open class WKBackForwardList: NSObject {
+    open var backList: [WKBackForwardListItem] { [] }
+}
+
+@MainActor
+open class WKBackForwardListItem: NSObject {}
 
 @MainActor
 open class WKWebViewConfiguration: NSObject {

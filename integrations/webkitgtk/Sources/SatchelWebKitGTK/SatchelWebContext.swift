@@ -135,6 +135,7 @@ public final class SatchelWebContext: @unchecked Sendable {
     /// The dialogs and progress of every view made here, by view.
     private var dialogs: [UnsafeMutableRawPointer: ViewDialogs] = [:]
     private var progress: [UnsafeMutableRawPointer: ViewProgress] = [:]
+    private var histories: [UnsafeMutableRawPointer: ViewHistory] = [:]
     /// The guard of every view made here, by view.
     private var recoveries: [UnsafeMutableRawPointer: ViewRecovery] = [:]
 
@@ -145,6 +146,11 @@ public final class SatchelWebContext: @unchecked Sendable {
         let media = webkit_user_script_new(mediaScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
         webkit_user_content_manager_add_script(manager, media)
         webkit_user_script_unref(media)
+        // satchel:restored for a page shown again from the back-forward cache, hook or not.
+        let restored = webkit_user_script_new(
+            BackNavigation.restoredEventScript, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, nil, nil)
+        webkit_user_content_manager_add_script(manager, restored)
+        webkit_user_script_unref(restored)
         if let pageSetup {
             // Only into documents of the app's own origins (top frames and the app's own frames): the hook holds the
             // launch's secret. WebKit's allow list keeps it out of every other page and frame; the hook itself also
@@ -169,6 +175,7 @@ public final class SatchelWebContext: @unchecked Sendable {
         recoveries[raw] = recovery
         self.dialogs[raw] = ViewDialogs(view: view, context: self, recovery: recovery, configuration: dialogConfiguration)
         self.progress[raw] = ViewProgress(view: view, context: self)
+        histories[raw] = ViewHistory(view: view)
         satchel_weak_ref(raw, { data, object in
             guard let data, let object else { return }
             Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue().viewFinalized(object)
@@ -183,6 +190,21 @@ public final class SatchelWebContext: @unchecked Sendable {
         _ = satchel_signal_connect(raw, "map", unsafeBitCast(visibility, to: GCallback.self), me)
         _ = satchel_signal_connect(raw, "unmap", unsafeBitCast(visibility, to: GCallback.self), me)
         return view
+    }
+
+    // MARK: Back navigation
+
+    /// Whether `view` can go back within the app's pages: the first page it showed is its root (``BackNavigation``).
+    public func canGoBack(_ view: UnsafeMutablePointer<WebKitWebView>) -> Bool {
+        histories[UnsafeMutableRawPointer(view)]?.canGoBack ?? false
+    }
+
+    /// Goes back when ``canGoBack(_:)``; returns whether it did (false: the app leaves the view instead).
+    @discardableResult
+    public func goBack(_ view: UnsafeMutablePointer<WebKitWebView>) -> Bool {
+        guard canGoBack(view) else { return false }
+        webkit_web_view_go_back(view)
+        return true
     }
 
     // MARK: The app's cache
@@ -281,6 +303,7 @@ public final class SatchelWebContext: @unchecked Sendable {
         recoveries.removeValue(forKey: view)?.viewGone()
         dialogs.removeValue(forKey: view)?.viewGone()
         progress.removeValue(forKey: view)
+        histories.removeValue(forKey: view)
         ViewKey.forget(view)
     }
 

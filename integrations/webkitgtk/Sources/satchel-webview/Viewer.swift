@@ -60,6 +60,8 @@ struct SatchelWebview: ParsableCommand {
     var dialogs: DialogAnswering?
     @Option(help: "Seconds the --dialogs handler takes before it answers (the page waits on the dialog meanwhile).")
     var dialogDelay: Double = 0
+    @Option(help: "After the page loads, open this URL, then go back (the container's goBack), and run the script in the page restored; the report gains canGoBackOnRoot and canGoBackAway.")
+    var backFrom: String?
     @Option(help: "The app's name/version in every view's user agent (e.g. Shop/2.3.0), which the network fallback sends too.")
     var appName: String?
     @Option(help: "Append one JSON line per event here as it happens (loaded, ready: the script finished, recovered), for a driver that acts between them.", completion: .file())
@@ -132,6 +134,7 @@ struct SatchelWebview: ParsableCommand {
             screenshot: screenshot, timing: timing, json: json, size: parsedSize!, recoveries: recoveries, terminateAfter: terminateAfter,
             events: try events.map(EventLog.init(path:)),
             beforeExit: { ViewerSession.waitOnMainContext(seconds: 5) { try? await fetcher.shutdown() } })
+        if let backFrom { session.backTrip = .away(backFrom) }
         session.start(timeout: timeout)
         let loop = g_main_loop_new(nil, 0)
         g_main_loop_run(loop)

@@ -33,6 +33,11 @@ final class ViewerSession: @unchecked Sendable {
     private var waitingForRecoveries = false
 
     private var report: [String: Any] = [:]
+    /// `--back-from`: where the trip away and back stands.
+    enum BackTrip { case none, away(String), returning, back }
+    var backTrip = BackTrip.none
+    /// The load that just failed was cancelled: its LOAD_FINISHED is skipped.
+    var cancelledLoad = false
     /// The page's JS dialogs and their answers (`dialogs` in the report).
     private var dialogs: [[String: Any]] = []
     private var errors: [String] = []
@@ -79,6 +84,11 @@ final class ViewerSession: @unchecked Sendable {
         _ = satchel_signal_connect(UnsafeMutableRawPointer(webView), "load-changed", unsafeBitCast(loadChanged, to: GCallback.self), me)
         let loadFailed: @convention(c) (UnsafeMutableRawPointer?, WebKitLoadEvent, UnsafePointer<CChar>?, UnsafeMutablePointer<GError>?, gpointer?) -> gboolean = { _, _, uri, error, data in
             let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
+            if let error, error.pointee.domain == webkit_network_error_quark(), error.pointee.code == Int32(WEBKIT_NETWORK_ERROR_CANCELLED.rawValue) {
+                // Stopped (the container's load timeout, a newer load): its LOAD_FINISHED is not a page that loaded.
+                session.cancelledLoad = true
+                return 0
+            }
             let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
             session.errors.append("load failed: \(uri.map { String(cString: $0) } ?? "?"): \(message)")
             return 0
@@ -116,11 +126,29 @@ final class ViewerSession: @unchecked Sendable {
     }
 
     private func loadFinished() {
+        if cancelledLoad {
+            cancelledLoad = false
+            return
+        }
         if let recovering {
             self.recovering = nil
             return measureRecovery(recovering.report, heardAt: recovering.at)
         }
         guard !loaded else { return }
+        // --back-from: away to that page, then back (the container's goBack), and only then on as loaded.
+        switch backTrip {
+        case .away(let url):
+            backTrip = .returning
+            report["canGoBackOnRoot"] = satchel.canGoBack(webView)
+            webkit_web_view_load_uri(webView, url)
+            return
+        case .returning:
+            backTrip = .back
+            report["canGoBackAway"] = satchel.canGoBack(webView)
+            if !satchel.goBack(webView) { errors.append("--back-from: the view could not go back") } else { return }
+        case .none, .back:
+            break
+        }
         loaded = true
         report["loadMs"] = Int(Date().timeIntervalSince(started) * 1000)
         events?.write("loaded", ["loadMs": report["loadMs"]!])
@@ -278,6 +306,14 @@ final class ViewerSession: @unchecked Sendable {
         entry["loadEventMs"] = timing?["loadEventMs"] ?? NSNull()
         recoveries.append(entry)
         events?.write("recovered", entry)
+        if !loaded {
+            // The page never loaded before its recovery (stopped at the load timeout): the recovered page is the one
+            // the script runs in.
+            loaded = true
+            report["loadMs"] = Int(Date().timeIntervalSince(started) * 1000)
+            if exitsWhenDone { afterTiming() }
+            return
+        }
         if waitingForRecoveries, recoveries.count >= awaitedRecoveries { finish() }
     }
 
