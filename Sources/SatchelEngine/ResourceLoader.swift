@@ -41,27 +41,13 @@ public final class ResourceLoader: Sendable {
         }
     }
 
-    /// How ``start(_:on:completion:)`` went.
-    public enum Start: Sendable {
-        /// Answered before returning (a package hit, a definite error, a fetch that failed at once); the
-        /// completion is not called.
-        case answered(Answer)
-        /// The answer comes through the completion, on the executor; cancel the handle when the caller no longer
-        /// wants it (the answer then still comes, once).
-        case pending(any FetchHandle)
-    }
+    /// How ``start(_:on:completion:)`` went: answered before returning (a package hit, a definite error, a fetch that
+    /// failed at once), or pending with a handle that cancels it.
+    public typealias Start = Started<Answer>
 
     /// The load awaited (``AwaitedCallback`` over ``start(_:on:completion:)``); cancelling the task cancels it.
     public func respond(to request: ResourceRequest) async -> Answer {
-        await AwaitedCallback.value { completion in
-            switch start(request, on: InlineExecutor.shared, completion: completion) {
-            case .answered(let answer):
-                completion(answer)
-                return nil
-            case .pending(let handle):
-                return handle
-            }
-        }
+        await AwaitedCallback.value(starting: { start(request, on: InlineExecutor.shared, completion: $0) })
     }
 
     public func start(_ request: ResourceRequest, on executor: any AnswerExecutor, completion: @escaping @Sendable (Answer) -> Void) -> Start {

@@ -73,6 +73,19 @@ public enum AwaitedCallback {
         }
     }
 
+    /// The same for a callback API that may answer before it returns (``Started``).
+    public static func value<T: Sendable>(starting start: (_ completion: @escaping @Sendable (T) -> Void) -> Started<T>) async -> T {
+        await value { completion in
+            switch start(completion) {
+            case .answered(let answer):
+                completion(answer)
+                return nil
+            case .pending(let handle):
+                return handle
+            }
+        }
+    }
+
     private final class HandleBox: Sendable {
         private let state = Locked<(handle: (any FetchHandle)?, cancelled: Bool)>((nil, false))
 
@@ -114,6 +127,15 @@ public final class InlineExecutor: AnswerExecutor {
 /// A fetch (or a load) under way, which its caller may cancel: the answer still comes, as a failure, once.
 public protocol FetchHandle: AnyObject, Sendable {
     func cancel()
+}
+
+/// How a callback API that may answer at once went (the loader's and the request layer's `start`).
+public enum Started<Answer: Sendable>: Sendable {
+    /// Answered before returning; the completion is not called.
+    case answered(Answer)
+    /// The answer comes through the completion, once; cancel the handle when the caller no longer wants it (the answer
+    /// then still comes, as a failure or a cancellation).
+    case pending(any FetchHandle)
 }
 
 /// Async work run in a task for a callback caller (``AsyncNetworkFetcher``): its result is delivered on the caller's

@@ -41,14 +41,8 @@ public final class RequestLayer: Sendable {
         public var fromPackage: Bool
     }
 
-    /// How ``start(_:on:completion:)`` went.
-    public enum Start: Sendable {
-        /// Answered before returning; the completion is not called.
-        case answered(Answer)
-        /// The answer comes through the completion, on the executor, once; cancel the handle when it is no longer
-        /// wanted (the answer then still comes).
-        case pending(any FetchHandle)
-    }
+    /// How ``start(_:on:completion:)`` went: answered before returning, or pending with a handle that cancels it.
+    public typealias Start = Started<Answer>
 
     /// Answers `request`: on `executor`, with no task or hop for what needs none.
     public func start(_ request: ResourceRequest, on executor: any AnswerExecutor, completion: @escaping @Sendable (Answer) -> Void) -> Start {
@@ -91,15 +85,7 @@ public final class RequestLayer: Sendable {
 
     /// The answer awaited (``AwaitedCallback`` over ``start(_:on:completion:)``); cancelling the task cancels it.
     public func respond(to request: ResourceRequest) async -> Answer {
-        await AwaitedCallback.value { completion in
-            switch start(request, on: InlineExecutor.shared, completion: completion) {
-            case .answered(let answer):
-                completion(answer)
-                return nil
-            case .pending(let handle):
-                return handle
-            }
-        }
+        await AwaitedCallback.value(starting: { start(request, on: InlineExecutor.shared, completion: $0) })
     }
 
     /// The request fields an answer depends on, for a host that reuses answers (satchel serve's encoded answers):
