@@ -78,6 +78,16 @@ def older_satchel(commit, release=False):
     binary = folder / ".build" / configuration / "satchel"
     if binary.exists():
         return binary
+    older_tree(commit)
+    print(f"building satchel ({configuration}) as of {commit} (once, into {folder})...", file=sys.stderr)
+    subprocess.run(["swift", "build", "-c", configuration, "--product", "satchel"], cwd=folder, check=True, stdout=sys.stderr)
+    return binary
+
+
+def older_tree(commit):
+    """The whole tree of `commit` of this repository, extracted once with `git archive` into .build-older/<commit> (the
+    folder older_satchel and older_viewer build in) and kept there."""
+    folder = ROOT / ".build-older" / commit
     if not (folder / "Package.swift").exists():
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -85,8 +95,22 @@ def older_satchel(commit, release=False):
         if archive.returncode != 0:
             raise SystemExit(f"cannot read commit {commit} of {ROOT} (a shallow clone?): {archive.stderr.decode().strip()}")
         subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    print(f"building satchel ({configuration}) as of {commit} (once, into {folder})...", file=sys.stderr)
-    subprocess.run(["swift", "build", "-c", configuration, "--product", "satchel"], cwd=folder, check=True, stdout=sys.stderr)
+    return folder
+
+
+def older_viewer(commit):
+    """The WebKitGTK viewer satchel-webview (release) as built from `commit`, for benchmarks of page loads against the
+    code before a change (tools/bench-pageload --baseline). Built once from the tree older_tree extracts, in its
+    integrations/webkitgtk package (which builds the core of the same commit by path), and kept there."""
+    package = older_tree(commit) / "integrations" / "webkitgtk"
+    if not (package / "Package.swift").exists():
+        raise SystemExit(f"commit {commit} has no WebKitGTK viewer (integrations/webkitgtk)")
+    binary = package / ".build" / "release" / "satchel-webview"
+    if binary.exists():
+        return binary
+    print(f"building satchel-webview (release) as of {commit} (once, into {package})...", file=sys.stderr)
+    subprocess.run(["swift", "build", "-c", "release", "--package-path", str(package), "--product", "satchel-webview"],
+                   cwd=package, check=True, stdout=sys.stderr)
     return binary
 
 
