@@ -33,6 +33,8 @@ public final class SatchelWebViews {
     public let progress = WebLoadProgress()
     /// The app's name and version in every view's user agent (`applicationNameForUserAgent`), or nil.
     public let applicationName: ApplicationName?
+    /// How pages may play media, set on each view's configuration before the view is made (``MediaPolicy``).
+    public let media: MediaPolicy
     public let dataStore: WKWebsiteDataStore
     public let processPool: WKProcessPool
     /// The app's HTTP cache, when the fetcher has one.
@@ -67,8 +69,10 @@ public final class SatchelWebViews {
     public init(
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher, hook: HookScript.Configuration?, ephemeral: Bool = false,
         recovery configuration: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), terminate: ((WKWebView) -> Void)? = nil,
-        dialogs dialogConfiguration: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil
+        dialogs dialogConfiguration: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil,
+        media: MediaPolicy = MediaPolicy()
     ) throws(CustomSchemeError) {
+        self.media = media
         try CustomSchemeCheck.check(engine.configuration.customSchemes) { WKWebView.handlesURLScheme($0) }
         self.engine = engine
         dataStore = ephemeral ? WKWebsiteDataStore.nonPersistent() : WKWebsiteDataStore.default()
@@ -117,6 +121,15 @@ public final class SatchelWebViews {
         configuration.userContentController = content
         // Appended to WebKit's own user agent: pages and the requests the view makes carry the same one.
         configuration.applicationNameForUserAgent = applicationName?.description
+        // WebKit reads these only when the view is made (004 §2.8.2).
+        configuration.mediaTypesRequiringUserActionForPlayback = switch media.autoplay {
+        case .allowed: []
+        case .muted: .audio
+        case .never: .all
+        }
+        #if canImport(UIKit)
+        configuration.allowsInlineMediaPlayback = media.inlinePlayback
+        #endif
         let webView = WKWebView(frame: .zero, configuration: configuration)
         webView.uiDelegate = dialogs
         recovery.attach(webView)

@@ -46,6 +46,14 @@ open class WKWebView: UIView {
     }
 }
 
+public struct WKAudiovisualMediaTypes: OptionSet, Sendable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    public static let audio = WKAudiovisualMediaTypes(rawValue: 1 << 0)
+    public static let video = WKAudiovisualMediaTypes(rawValue: 1 << 1)
+    public static let all = WKAudiovisualMediaTypes(rawValue: .max)
+}
+
 @MainActor
 open class WKBackForwardList: NSObject {
     open var backList: [WKBackForwardListItem] { [] }
@@ -61,6 +69,8 @@ open class WKWebViewConfiguration: NSObject {
     open var websiteDataStore = WKWebsiteDataStore.default()
     open var userContentController = WKUserContentController()
     open var applicationNameForUserAgent: String?
+    open var mediaTypesRequiringUserActionForPlayback: WKAudiovisualMediaTypes = .all
+    open var allowsInlineMediaPlayback: Bool = false
     open func setURLSchemeHandler(_ urlSchemeHandler: (any WKURLSchemeHandler)?, forURLScheme urlScheme: String) {}
 }
 

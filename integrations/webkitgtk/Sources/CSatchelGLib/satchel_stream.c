@@ -344,10 +344,15 @@ SoupServer *satchel_soup_server_new(void) { return soup_server_new("server-heade
 
 GError *satchel_io_error_new(const char *message) { return g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, message); }
 
-WebKitWebView *satchel_web_view_new(WebKitWebContext *context, WebKitNetworkSession *session, WebKitUserContentManager *manager)
+WebKitWebView *satchel_web_view_new(WebKitWebContext *context, WebKitNetworkSession *session, WebKitUserContentManager *manager,
+                                    WebKitAutoplayPolicy autoplay)
 {
-    return WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "web-context", context, "network-session", session,
-                                        "user-content-manager", manager, NULL));
+    // Website policies are a construct-only property: autoplay is decided when the view is made, never after.
+    WebKitWebsitePolicies *policies = webkit_website_policies_new_with_policies("autoplay", autoplay, NULL);
+    WebKitWebView *view = WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "web-context", context, "network-session", session,
+                                                       "user-content-manager", manager, "website-policies", policies, NULL));
+    g_object_unref(policies);
+    return view;
 }
 
 WebKitWebContext *satchel_web_context_new(guint memory_limit_mb)

@@ -65,8 +65,10 @@ public final class SatchelWebContext: @unchecked Sendable {
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher,
         hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10, memoryLimit: Int? = nil,
         recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), cache: HTTPCache? = nil,
-        dialogs: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil
+        dialogs: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil,
+        media: MediaPolicy = MediaPolicy()
     ) throws {
+        self.media = media
         httpCache = cache
         dialogConfiguration = dialogs
         self.applicationName = applicationName
@@ -108,6 +110,8 @@ public final class SatchelWebContext: @unchecked Sendable {
         startNotifications()
     }
 
+    /// How pages may play media: set on each view as it is made (``MediaPolicy``).
+    public let media: MediaPolicy
     /// The app's name and version in every view's user agent (`Shop/2.3.0`), or nil for WebKit's own.
     public let applicationName: ApplicationName?
 
@@ -163,7 +167,15 @@ public final class SatchelWebContext: @unchecked Sendable {
             bodies.register(on: manager)
             bridgeMessages?.register(on: manager)
         }
-        let view = satchel_web_view_new(context, session, manager)!
+        let autoplay: WebKitAutoplayPolicy = switch self.media.autoplay {
+        case .allowed: WEBKIT_AUTOPLAY_ALLOW
+        case .muted: WEBKIT_AUTOPLAY_ALLOW_WITHOUT_SOUND
+        case .never: WEBKIT_AUTOPLAY_DENY
+        }
+        let view = satchel_web_view_new(context, session, manager, autoplay)!
+        let settings = webkit_web_view_get_settings(view)
+        webkit_settings_set_media_playback_requires_user_gesture(settings, self.media.autoplay == .never ? 1 : 0)
+        webkit_settings_set_media_playback_allows_inline(settings, self.media.inlinePlayback ? 1 : 0)
         g_object_unref(UnsafeMutableRawPointer(manager))
         // The white-screen guard, for as long as the view lives.
         let raw = UnsafeMutableRawPointer(view)

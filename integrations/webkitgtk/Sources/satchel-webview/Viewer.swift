@@ -62,6 +62,8 @@ struct SatchelWebview: ParsableCommand {
     var dialogDelay: Double = 0
     @Option(help: "After the page loads, open this URL, then go back (the container's goBack), and run the script in the page restored; the report gains canGoBackOnRoot and canGoBackAway.")
     var backFrom: String?
+    @Option(help: "Which media may start by itself: allowed, muted (browsers' rule) or never (a gesture first).")
+    var autoplay: MediaPolicy.Autoplay = .allowed
     @Option(help: "The app's name/version in every view's user agent (e.g. Shop/2.3.0), which the network fallback sends too.")
     var appName: String?
     @Option(help: "Append one JSON line per event here as it happens (loaded, ready: the script finished, recovered), for a driver that acts between them.", completion: .file())
@@ -116,7 +118,8 @@ struct SatchelWebview: ParsableCommand {
             loadTimeout: loadTimeout > 0 ? .milliseconds(Int(loadTimeout * 1000)) : nil)
         let satchel = try SatchelWebContext(
             engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins), memoryLimit: memoryLimit,
-            recovery: recovery, cache: try cacheOptions.open(mode: .private), applicationName: try appName.map { try ApplicationName(parsing: $0) })
+            recovery: recovery, cache: try cacheOptions.open(mode: .private), applicationName: try appName.map { try ApplicationName(parsing: $0) },
+            media: MediaPolicy(autoplay: autoplay))
         if let dialogs {
             let delay = dialogDelay
             satchel.dialogHandler = { _, dialog, answer in
@@ -205,4 +208,6 @@ final class EventLog {
 enum DialogAnswering: String, ExpressibleByArgument, CaseIterable {
     case accept, dismiss
 }
+
+extension MediaPolicy.Autoplay: ExpressibleByArgument {}
 

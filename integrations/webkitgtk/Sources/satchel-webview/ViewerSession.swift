@@ -62,7 +62,6 @@ final class ViewerSession: @unchecked Sendable {
         self.json = json
         webView = view
         let settings = webkit_web_view_get_settings(webView)
-        webkit_settings_set_media_playback_requires_user_gesture(settings, 0)
         webkit_settings_set_enable_developer_extras(settings, 1)
         if ProcessInfo.processInfo.environment["SATCHEL_WEBVIEW_CONSOLE"] != nil { webkit_settings_set_enable_write_console_messages_to_stdout(settings, 1) }
         let window = UnsafeMutableRawPointer(gtk_window_new()!).assumingMemoryBound(to: GtkWindow.self)

@@ -73,5 +73,6 @@ G_BEGIN_DECLS
 /// a construct-only property: g_object_new is variadic); 0: WebKit's defaults, which kill nothing.
 WebKitWebContext *satchel_web_context_new(guint memory_limit_mb);
 /// A web view on `context` and `session` whose user content is `manager` (g_object_new with properties is variadic).
-WebKitWebView *satchel_web_view_new(WebKitWebContext *context, WebKitNetworkSession *session, WebKitUserContentManager *manager);
+WebKitWebView *satchel_web_view_new(WebKitWebContext *context, WebKitNetworkSession *session, WebKitUserContentManager *manager,
+                                    WebKitAutoplayPolicy autoplay);
 G_END_DECLS
