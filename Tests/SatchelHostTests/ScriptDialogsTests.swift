@@ -1,3 +1,4 @@
+import Foundation
 import SatchelCore
 import SatchelHTTP
 @testable import SatchelHost
@@ -133,5 +134,28 @@ struct BackNavigationTests {
         #expect(back.rootBackLength == 1, "the root stays the first page")
         #expect(back.canGoBack(webKitCanGoBack: true, backLength: 2))
         #expect(!back.canGoBack(webKitCanGoBack: false, backLength: 2), "WebKit has the last word")
+    }
+}
+
+@Suite("Snapshots: the platform's unless it is blank, then the page's own")
+struct SnapshotsTests {
+    @Test("one color throughout is blank; one different pixel is not")
+    func blank() {
+        var pixels = [UInt8](repeating: 0, count: 4 * 64)
+        #expect(pixels.withUnsafeBytes(Snapshots.isBlank))
+        pixels = (0..<64).flatMap { _ in [255, 255, 255, 255] as [UInt8] }
+        #expect(pixels.withUnsafeBytes(Snapshots.isBlank))
+        pixels[4 * 37 + 1] = 0
+        #expect(!pixels.withUnsafeBytes(Snapshots.isBlank))
+        #expect([UInt8]().withUnsafeBytes(Snapshots.isBlank))
+    }
+
+    @Test("a page's answer counts only as a PNG data URL")
+    func dataURL() {
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 1, 2, 3]
+        #expect(Snapshots.png(fromDataURL: "data:image/png;base64," + Data(png).base64EncodedString()) == Data(png))
+        #expect(Snapshots.png(fromDataURL: "data:image/jpeg;base64," + Data(png).base64EncodedString()) == nil)
+        #expect(Snapshots.png(fromDataURL: "data:image/png;base64," + Data("not a png".utf8).base64EncodedString()) == nil)
+        #expect(Snapshots.png(fromDataURL: "data:image/png;base64,%%%") == nil)
     }
 }

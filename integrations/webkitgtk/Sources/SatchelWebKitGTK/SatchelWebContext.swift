@@ -1,5 +1,6 @@
 import CSatchelGLib
 import CWebKitGTK
+import Foundation
 import SatchelCache
 import SatchelCore
 import SatchelEngine
@@ -202,6 +203,67 @@ public final class SatchelWebContext: @unchecked Sendable {
         _ = satchel_signal_connect(raw, "map", unsafeBitCast(visibility, to: GCallback.self), me)
         _ = satchel_signal_connect(raw, "unmap", unsafeBitCast(visibility, to: GCallback.self), me)
         return view
+    }
+
+    // MARK: Snapshots
+
+    /// A PNG of what `view` shows (``Snapshots``): WebKit's snapshot of the visible region when it shows something;
+    /// when it is one color throughout (a WebGL canvas the compositor's copy cannot read), the page's own pixels from
+    /// its `snapshot` bridge handler, if it has one. Main context thread; `completion` is called there, once.
+    public func snapshot(_ view: UnsafeMutablePointer<WebKitWebView>, completion: @escaping (Result<(png: Data, source: Snapshots.Source, blank: Bool), BridgeError>) -> Void) {
+        let request = SnapshotRequest(context: self, view: view, completion: completion)
+        webkit_web_view_get_snapshot(view, WEBKIT_SNAPSHOT_REGION_VISIBLE, WEBKIT_SNAPSHOT_OPTIONS_NONE, nil, { source, result, data in
+            let request = Unmanaged<SnapshotRequest>.fromOpaque(data!).takeRetainedValue()
+            var error: UnsafeMutablePointer<GError>?
+            guard let texture = webkit_web_view_get_snapshot_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error) else {
+                let message = error.map { String(cString: $0.pointee.message) } ?? "?"
+                if let error { g_error_free(error) }
+                return request.completion(.failure(BridgeError("snapshot failed: \(message)")))
+            }
+            defer { g_object_unref(UnsafeMutableRawPointer(texture)) }
+            let width = Int(gdk_texture_get_width(texture)), height = Int(gdk_texture_get_height(texture))
+            var pixels = [UInt8](repeating: 0, count: max(0, width * height * 4))
+            pixels.withUnsafeMutableBufferPointer { gdk_texture_download(texture, $0.baseAddress, gsize(width * 4)) }
+            let bytes = gdk_texture_save_to_png_bytes(texture)
+            var size: gsize = 0
+            let png = Data(bytes: g_bytes_get_data(bytes, &size)!, count: Int(size))
+            g_bytes_unref(bytes)
+            guard pixels.withUnsafeBytes(Snapshots.isBlank) else { return request.completion(.success((png, .platform, false))) }
+            request.askPage(fallback: png)
+        }, Unmanaged.passRetained(request).toOpaque())
+    }
+
+    /// Touched on the main context's thread only; it crosses the task that asks the page.
+    private final class SnapshotRequest: @unchecked Sendable {
+        let context: SatchelWebContext
+        let view: UnsafeMutablePointer<WebKitWebView>
+        let completion: (Result<(png: Data, source: Snapshots.Source, blank: Bool), BridgeError>) -> Void
+        init(context: SatchelWebContext, view: UnsafeMutablePointer<WebKitWebView>,
+             completion: @escaping (Result<(png: Data, source: Snapshots.Source, blank: Bool), BridgeError>) -> Void) {
+            self.context = context
+            self.view = view
+            self.completion = completion
+        }
+
+        /// The platform's snapshot was blank: the page's own pixels, or the blank one when the page has none to give.
+        func askPage(fallback: Data) {
+            let target = ViewReference(view)
+            let outcome = LockedOutcome()
+            Task { [context] in
+                let answer = try? await context.callPage(target.view, name: Snapshots.pageHandler)
+                outcome.png = answer?.string.flatMap(Snapshots.png(fromDataURL:))
+                context.executor.execute { self.finish(outcome.png, fallback: fallback) }
+            }
+        }
+
+        private func finish(_ png: Data?, fallback: Data) {
+            completion(.success(png.map { ($0, .page, false) } ?? (fallback, .platform, true)))
+        }
+    }
+
+    /// Carries the page's answer from the task back to the main context.
+    private final class LockedOutcome: @unchecked Sendable {
+        var png: Data?
     }
 
     // MARK: Back navigation

@@ -338,23 +338,22 @@ final class ViewerSession: @unchecked Sendable {
 
     private func takeScreenshot() {
         guard let screenshot else { return finish() }
-        let request = ScreenshotRequest(session: self, path: screenshot)
-        webkit_web_view_get_snapshot(webView, WEBKIT_SNAPSHOT_REGION_VISIBLE, WEBKIT_SNAPSHOT_OPTIONS_NONE, nil, { source, result, data in
-            let request = Unmanaged<ScreenshotRequest>.fromOpaque(data!).takeRetainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            if let texture = webkit_web_view_get_snapshot_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error) {
-                if gdk_texture_save_to_png(texture, request.path) != 0 {
-                    request.session.report["screenshot"] = request.path
+        // The context's snapshot: WebKit's, or the page's own pixels when WebKit's is blank (WebGL).
+        satchel.snapshot(webView) { [self] result in
+            switch result {
+            case .success(let shot):
+                if FileManager.default.createFile(atPath: screenshot, contents: shot.png) {
+                    report["screenshot"] = screenshot
+                    report["screenshotSource"] = shot.source.rawValue
+                    report["screenshotBlank"] = shot.blank
                 } else {
-                    request.session.errors.append("cannot write the screenshot to \(request.path)")
+                    errors.append("cannot write the screenshot to \(screenshot)")
                 }
-                g_object_unref(UnsafeMutableRawPointer(texture))
-            } else {
-                request.session.errors.append("screenshot failed: \(error.map { String(cString: $0.pointee.message) } ?? "?")")
-                if let error { g_error_free(error) }
+            case .failure(let error):
+                errors.append("\(error)")
             }
-            request.session.finish()
-        }, Unmanaged.passRetained(request).toOpaque())
+            finish()
+        }
     }
 
     /// Prints the report and exits, once the driver's tasks have settled (or two seconds passed).
@@ -440,15 +439,6 @@ final class ViewerSession: @unchecked Sendable {
         private var value = false
         var isSet: Bool { lock.withLock { value } }
         func set() { lock.withLock { value = true } }
-    }
-
-    private final class ScreenshotRequest {
-        let session: ViewerSession
-        let path: String
-        init(session: ViewerSession, path: String) {
-            self.session = session
-            self.path = path
-        }
     }
 }
 
