@@ -182,6 +182,29 @@ public final class SatchelWebViews {
 
     private var histories: [ObjectIdentifier: BackNavigation] = [:]
 
+    // MARK: Snapshots
+
+    /// A PNG of what `webView` shows (``Snapshots``). A page that knows WebKit's snapshot cannot read its canvas (WebGL:
+    /// measured blank in WebKitGTK, and reported so of WKWebView) answers the `snapshot` bridge call with its own pixels,
+    /// which come first; any other page gets WebKit's snapshot. (WebKitGTK's adapter looks at WebKit's pixels first;
+    /// on Apple reading them needs CoreGraphics, which the type-check here cannot see.)
+    public func snapshot(of webView: WKWebView) async throws -> (png: Data, source: Snapshots.Source) {
+        if let answer = try? await callPage(webView, name: Snapshots.pageHandler), let png = answer.string.flatMap(Snapshots.png(fromDataURL:)) {
+            return (png, .page)
+        }
+        #if canImport(UIKit)
+        let png: Data? = try await withCheckedThrowingContinuation { continuation in
+            webView.takeSnapshot(with: nil) { image, error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: image?.pngData()) }
+            }
+        }
+        guard let png else { throw BridgeError("satchel: WebKit gave no snapshot") }
+        return (png, .platform)
+        #else
+        throw BridgeError("satchel: snapshots need UIKit's PNG encoding on this platform")
+        #endif
+    }
+
     /// Forgets what the HTTP cache holds for one host, for every host of package `id`, or everything.
     public func clearCache(host: String? = nil, package id: String? = nil) {
         responseCache?.clear(host: host, package: id, in: engine)

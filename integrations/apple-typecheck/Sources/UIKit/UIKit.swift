@@ -1,6 +1,7 @@
-// A stand-in for the two UIKit properties the Apple adapter reads, as Apple's UIView documentation declares them
-// (`var window: UIWindow? { get }`, `var isHidden: Bool`), so that WKWebView is a UIView here as it is on iOS
-// (WKWebView.h: `@interface WKWebView : UIView` on iOS, `NSView` on macOS). Nothing here runs.
+// A stand-in for the UIKit the Apple adapter touches, as Apple's documentation declares it: UIView's
+// `var window: UIWindow? { get }` and `var isHidden: Bool` (so that WKWebView is a UIView here as it is on iOS:
+// WKWebView.h, `@interface WKWebView : UIView` on iOS, `NSView` on macOS), and UIImage's `func pngData() -> Data?`
+// (a snapshot's PNG). Nothing here runs.
 
 @_exported import Foundation
 
@@ -16,3 +17,7 @@ open class UIView: UIResponder {
 
 @MainActor
 open class UIWindow: UIView {}
+
+open class UIImage: NSObject, @unchecked Sendable {
+    open func pngData() -> Data? { nil }
+}

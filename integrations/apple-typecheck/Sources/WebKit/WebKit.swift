@@ -31,6 +31,8 @@ open class WKWebView: UIView {
     @discardableResult
     open func goBack() -> WKNavigation? { nil }
 
+    open func takeSnapshot(with snapshotConfiguration: WKSnapshotConfiguration?, completionHandler: @escaping @MainActor @Sendable (UIImage?, (any Error)?) -> Void) {}
+
     @discardableResult
     open func load(_ request: URLRequest) -> WKNavigation? { nil }
 
@@ -53,6 +55,9 @@ public struct WKAudiovisualMediaTypes: OptionSet, Sendable {
     public static let video = WKAudiovisualMediaTypes(rawValue: 1 << 1)
     public static let all = WKAudiovisualMediaTypes(rawValue: .max)
 }
+
+@MainActor
+open class WKSnapshotConfiguration: NSObject {}
 
 @MainActor
 open class WKBackForwardList: NSObject {
