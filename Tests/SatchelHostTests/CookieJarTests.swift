@@ -260,7 +260,7 @@ struct BoundedCookieStoreTests {
         #expect(logged.withLock { $0 } == ["the cookie store did not answer setCookie within 0.2 seconds"])
         #expect(try await jar.set("b=2", for: "https://m.shop.com/").map(\.name) == .success("b"))
         #expect(try await jar.cookieHeader(for: "https://m.shop.com/x", request: ResourceRequest(url: "satchel://m.shop.com/")) == "b=2")
-        #expect(ContinuousClock.now - started < .seconds(5), "bounded, not waiting for the stuck call")
+        #expect(ContinuousClock.now - started < .seconds(60), "bounded, not waiting for the stuck call (it sleeps an hour)")
     }
 
     @Test("a read that never answers: the network request that needed cookies fails with 504 naming it; document.cookie too; the next request goes on")
