@@ -221,14 +221,18 @@ public final class AppCookieJar: CookieProvider, Sendable {
             let finish: @Sendable (T?) -> Void = { value in
                 if resumed.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: value) }
             }
-            let timer = Task {
-                try? await Task.sleep(for: limit)
-                if !Task.isCancelled { finish(nil) }
-            }
+            // The call is started first: on a busy pool it is not put behind its own timer.
+            let timer = Locked<Task<Void, Never>?>(nil)
             Task {
                 let value = await call()
-                timer.cancel()
+                timer.withLock { $0 }?.cancel()
                 finish(value)
+            }
+            timer.withLock {
+                $0 = Task {
+                    try? await Task.sleep(for: limit)
+                    if !Task.isCancelled { finish(nil) }
+                }
             }
         }
         guard let answer else {

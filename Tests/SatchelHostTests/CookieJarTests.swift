@@ -252,12 +252,12 @@ struct BoundedCookieStoreTests {
     func stuckWrite() async throws {
         let logged = Locked<[String]>([])
         let jar = AppCookieJar(
-            store: StuckCookieStore(stuckSets: 1), configuration: .init(storeTimeout: .milliseconds(200), log: { line in logged.withLock { $0.append(line) } }))
+            store: StuckCookieStore(stuckSets: 1), configuration: .init(storeTimeout: .seconds(1), log: { line in logged.withLock { $0.append(line) } }))
         let started = ContinuousClock.now
-        await #expect(throws: CookieStoreError.noAnswer(operation: "setCookie", limit: .milliseconds(200))) {
+        await #expect(throws: CookieStoreError.noAnswer(operation: "setCookie", limit: .seconds(1))) {
             try await jar.set("a=1", for: "https://m.shop.com/")
         }
-        #expect(logged.withLock { $0 } == ["the cookie store did not answer setCookie within 0.2 seconds"])
+        #expect(logged.withLock { $0 } == ["the cookie store did not answer setCookie within 1.0 seconds"])
         #expect(try await jar.set("b=2", for: "https://m.shop.com/").map(\.name) == .success("b"))
         #expect(try await jar.cookieHeader(for: "https://m.shop.com/x", request: ResourceRequest(url: "satchel://m.shop.com/")) == "b=2")
         #expect(ContinuousClock.now - started < .seconds(60), "bounded, not waiting for the stuck call (it sleeps an hour)")
@@ -268,7 +268,7 @@ struct BoundedCookieStoreTests {
         try await withTemporaryFolder { folder in
             let logged = Locked<[String]>([])
             let jar = AppCookieJar(
-                store: StuckCookieStore(stuckReads: 1), configuration: .init(storeTimeout: .milliseconds(200), log: { line in logged.withLock { $0.append(line) } }))
+                store: StuckCookieStore(stuckReads: 1), configuration: .init(storeTimeout: .seconds(1), log: { line in logged.withLock { $0.append(line) } }))
             let queue = SchemeTaskDriverTests().makeQueue()
             let origin = try TestOrigin()
             defer { origin.stop() }
