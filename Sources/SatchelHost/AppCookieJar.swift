@@ -234,6 +234,8 @@ public final class AppCookieJar: CookieProvider, Sendable {
                     if !Task.isCancelled { finish(nil) }
                 }
             }
+            // The call may have answered before the timer existed: then nothing is left for the timer to wait for.
+            if resumed.withLock({ $0 }) { timer.withLock { $0 }?.cancel() }
         }
         guard let answer else {
             let error = CookieStoreError.noAnswer(operation: operation, limit: limit)

@@ -47,7 +47,7 @@ enum HookInjection {
         let tag = Array(("<script>" + script.replacingOccurrences(of: "</", with: "<\\/") + "</script>").utf8)
         var insertAt = 0
         let lower = bytes.prefix(4096).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-        if let head = lower.firstRange(of: Array("<head".utf8)), let close = lower[head.upperBound...].firstIndex(of: UInt8(ascii: ">")) {
+        if let head = Self.headTag(in: lower), let close = lower[head...].firstIndex(of: UInt8(ascii: ">")) {
             insertAt = close + 1
         } else if let doctype = lower.firstRange(of: Array("<!doctype".utf8)), let close = lower[doctype.upperBound...].firstIndex(of: UInt8(ascii: ">")) {
             insertAt = close + 1
@@ -58,5 +58,18 @@ enum HookInjection {
         headers.set(ResponseField.contentLength, String(body.count))
         if let etag = headers[ResponseField.etag] { headers.set(ResponseField.etag, String(etag.dropLast()) + "-hook\"") }
         return ResourceResponse(status: response.status, headers: headers, body: .bytes(body))
+    }
+
+    /// Where the `<head>` start tag's name ends (`<head>` or `<head …>`, never `<header>`), in lower-cased bytes.
+    static func headTag(in lower: [UInt8]) -> Int? {
+        var from = lower.startIndex
+        while let found = lower[from...].firstRange(of: Array("<head".utf8)) {
+            let next = found.upperBound < lower.endIndex ? lower[found.upperBound] : 0
+            if next == UInt8(ascii: ">") || next == 0x20 || next == 0x09 || next == 0x0A || next == 0x0D || next == 0x0C || next == UInt8(ascii: "/") {
+                return found.upperBound
+            }
+            from = found.upperBound
+        }
+        return nil
     }
 }

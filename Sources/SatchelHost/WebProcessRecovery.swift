@@ -149,6 +149,8 @@ public struct WebProcessRecovery: Sendable {
         unresponsiveSince = nil
         probe = nil
         navigation = nil
+        // Dialogs of the dead page are answered by the adapter; the new page starts with none.
+        dialogsOpen = 0
         guard let url else {
             pendingNotice = nil
             return [.stopTasks, .report(reason: reason, url: nil, recovery: .nothingToRestore)]
@@ -178,8 +180,10 @@ public struct WebProcessRecovery: Sendable {
         probe = nil
     }
 
-    public mutating func dialogClosed() {
+    public mutating func dialogClosed(now: ContinuousClock.Instant = .now) {
         dialogsOpen = max(0, dialogsOpen - 1)
+        // The time the page waited on the dialog is not the load's: its timeout starts over.
+        if dialogsOpen == 0, navigation != nil { navigation?.since = now }
     }
 
     /// A navigation failed or was cancelled (the page that was there stays, or an error page shows): no longer
@@ -190,9 +194,13 @@ public struct WebProcessRecovery: Sendable {
 
     /// The check scheduled by ``navigationStarted(url:now:)``: a navigation still under way after the load timeout is
     /// stopped and the view shows the offline page (reported as `load-timeout`, not counted as a termination).
-    public mutating func loadCheck(now: ContinuousClock.Instant) -> [Action] {
+    public mutating func loadCheck(now: ContinuousClock.Instant, visible: Bool = true) -> [Action] {
         guard let navigation, let timeout = configuration.loadTimeout else { return [] }
-        if dialogsOpen > 0 { return [.scheduleLoadCheck(after: timeout)] }
+        // Hidden (its process may be suspended) or waiting on a dialog: not the load's time; the timeout starts over.
+        if dialogsOpen > 0 || !visible {
+            self.navigation?.since = now
+            return [.scheduleLoadCheck(after: timeout)]
+        }
         let waited = now - navigation.since
         guard waited >= timeout else { return [.scheduleLoadCheck(after: timeout - waited)] }
         self.navigation = nil

@@ -190,7 +190,7 @@ public final class ServerResponder: Sendable {
         let url: String
         switch destination {
         case .endpoint:
-            if request.target.path.hasPrefix(HookScript.Configuration.defaultBodyEndpoint) {
+            if request.method == .post, request.target.path.hasPrefix(HookScript.Configuration.defaultBodyEndpoint) {
                 // The body store is the request layer's: under the host the request names.
                 url = Self.httpsURL(host: request.target.host, request.target.pathAndQuery)
                 break

@@ -56,28 +56,49 @@ public final class SatchelDialogs: NSObject, WKUIDelegate {
         perform(actions, in: webView)
     }
 
+    /// Actions for a dialog answered later: carried out while the view lives; once it is gone, WebKit still gets its
+    /// answer (the completion handler must be called) and the view's state goes.
+    private func settle(_ key: ObjectIdentifier, actions: [ScriptDialogs.Action], in webView: WKWebView?) {
+        if let webView { return perform(actions, in: webView) }
+        for case .answer(let id, let answer) in actions { completions[key]?.removeValue(forKey: id)?(answer) }
+        forget(key)
+    }
+
+    /// Per-view state goes with the view's last dialog (a new view at the same address starts clean).
+    private func forget(_ key: ObjectIdentifier) {
+        guard completions[key]?.isEmpty ?? true else { return }
+        completions[key] = nil
+        machines[key] = nil
+        asked[key] = nil
+    }
+
+    private var asked: [ObjectIdentifier: Set<Int>] = [:]
+
     private func perform(_ actions: [ScriptDialogs.Action], in webView: WKWebView) {
         let key = ObjectIdentifier(webView)
         for action in actions {
             switch action {
             case .askHandler(let id, let dialog):
                 recovery.dialogOpened(webView)
+                asked[key, default: []].insert(id)
                 handler?(webView, dialog) { [weak self, weak webView] answer in
                     Task { @MainActor in
-                        guard let self, let webView else { return }
-                        self.perform(self.machines[key]?.answered(id, with: answer) ?? [], in: webView)
+                        guard let self else { return }
+                        self.settle(key, actions: self.machines[key]?.answered(id, with: answer) ?? [], in: webView)
                     }
                 }
             case .scheduleTimeout(let id, let after):
                 Task { @MainActor [weak self, weak webView] in
                     try? await Task.sleep(for: after)
-                    guard let self, let webView else { return }
-                    self.perform(self.machines[key]?.timedOut(id) ?? [], in: webView)
+                    guard let self else { return }
+                    self.settle(key, actions: self.machines[key]?.timedOut(id) ?? [], in: webView)
                 }
             case .answer(let id, let answer):
                 guard let complete = completions[key]?.removeValue(forKey: id) else { continue }
+                // WebKit's completion handler is called, always once, whatever became of the view.
                 complete(answer)
-                if machines[key]?.isWaiting == false { recovery.dialogClosed(webView) }
+                if asked[key]?.remove(id) != nil { recovery.dialogClosed(webView) }
+                if completions[key]?.isEmpty == true { forget(key) }
             case .report(let report):
                 onReport?(webView, report)
             }

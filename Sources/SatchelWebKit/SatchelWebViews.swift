@@ -189,9 +189,20 @@ public final class SatchelWebViews {
     /// which come first; any other page gets WebKit's snapshot. (WebKitGTK's adapter looks at WebKit's pixels first;
     /// on Apple reading them needs CoreGraphics, which the type-check here cannot see.)
     public func snapshot(of webView: WKWebView) async throws -> (png: Data, source: Snapshots.Source) {
-        if let answer = try? await callPage(webView, name: Snapshots.pageHandler), let png = answer.string.flatMap(Snapshots.png(fromDataURL:)) {
-            return (png, .page)
+        // Bounded: a stuck, suspended or navigating page never calls a script back, and WebKit's call ignores
+        // cancellation, so whichever comes first, the answer or two seconds, is taken.
+        let answer: BridgeValue? = await withCheckedContinuation { continuation in
+            let resumed = Locked(false)
+            let finish: @Sendable (BridgeValue?) -> Void = { value in
+                if resumed.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: value) }
+            }
+            Task { @MainActor in finish(try? await self.callPage(webView, name: Snapshots.pageHandler)) }
+            Task {
+                try? await Task.sleep(for: .seconds(2))
+                finish(nil)
+            }
         }
+        if let png = answer?.string.flatMap(Snapshots.png(fromDataURL:)) { return (png, .page) }
         #if canImport(UIKit)
         let png: Data? = try await withCheckedThrowingContinuation { continuation in
             webView.takeSnapshot(with: nil) { image, error in

@@ -153,7 +153,7 @@ public final class WebContentRecovery {
                 Task { @MainActor [weak self, weak viewGuard] in
                     try? await Task.sleep(for: after)
                     guard let self, let viewGuard else { return }
-                    self.perform(viewGuard.machine.loadCheck(now: .now), on: viewGuard)
+                    self.perform(viewGuard.machine.loadCheck(now: .now, visible: viewGuard.webView.map(Self.isShown) ?? false), on: viewGuard)
                 }
             case .scheduleResponsivenessCheck:
                 // Apple's WebKit has no public responsiveness flag: nothing ever starts this check.

@@ -167,4 +167,18 @@ struct RequestLayerTests {
             #expect(text(whole) == "body=3 length=none", "\(whole.status) \(text(whole))")
         }
     }
+
+    @Test("the hook goes after <head>, never inside a <header> that comes first in a page without <head>")
+    func headNotHeader() {
+        func at(_ html: String) -> String {
+            let response = ResourceResponse(status: 200, headers: ["Content-Type": "text/html"], body: .bytes(Array(html.utf8)))
+            let injected = HookInjection.inserting("/*hook*/", into: response)
+            if case .bytes(let bytes) = injected.body { return String(decoding: bytes, as: UTF8.self) }
+            return ""
+        }
+        #expect(at("<!doctype html><header>x</header><p>y") == "<!doctype html><script>/*hook*/</script><header>x</header><p>y")
+        #expect(at("<html><HEAD lang=en><title>t</title>") == "<html><HEAD lang=en><script>/*hook*/</script><title>t</title>")
+        #expect(at("<header>x</header><head><title>t</title>") == "<header>x</header><head><script>/*hook*/</script><title>t</title>")
+    }
 }
+

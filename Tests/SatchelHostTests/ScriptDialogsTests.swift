@@ -70,8 +70,17 @@ struct ScriptDialogsTests {
         _ = recovery.navigationStarted(url: "satchel://m.shop.com/", now: start + .seconds(100))
         recovery.dialogOpened()
         #expect(recovery.loadCheck(now: start + .seconds(131)) == [.scheduleLoadCheck(after: .seconds(30))])
-        recovery.dialogClosed()
-        #expect(recovery.loadCheck(now: start + .seconds(161)).first == .stopLoading)
+        recovery.dialogClosed(now: start + .seconds(140))
+        #expect(recovery.loadCheck(now: start + .seconds(161)) == [.scheduleLoadCheck(after: .seconds(9))], "the dialog's 40 s are not the load's")
+        #expect(recovery.loadCheck(now: start + .seconds(171)).first == .stopLoading)
+        // Hidden: the load's clock starts over when it is checked (its process may be suspended).
+        _ = recovery.navigationStarted(url: "satchel://m.shop.com/", now: start + .seconds(200))
+        #expect(recovery.loadCheck(now: start + .seconds(231), visible: false) == [.scheduleLoadCheck(after: .seconds(30))])
+        #expect(recovery.loadCheck(now: start + .seconds(250)) == [.scheduleLoadCheck(after: .seconds(11))])
+        // A crash with a dialog open: the new page starts with none open, so it is probed again.
+        recovery.dialogOpened()
+        _ = recovery.processTerminated(.crashed, url: "satchel://m.shop.com/", now: start + .seconds(260))
+        #expect(recovery.heartbeatDue(now: start + .seconds(262), visible: true).first == .sendProbe(id: 3))
     }
 }
 

@@ -211,7 +211,12 @@ public final class SatchelWebContext: @unchecked Sendable {
     /// when it is one color throughout (a WebGL canvas the compositor's copy cannot read), the page's own pixels from
     /// its `snapshot` bridge handler, if it has one. Main context thread; `completion` is called there, once.
     public func snapshot(_ view: UnsafeMutablePointer<WebKitWebView>, completion: @escaping (Result<(png: Data, source: Snapshots.Source, blank: Bool), BridgeError>) -> Void) {
-        let request = SnapshotRequest(context: self, view: view, completion: completion)
+        // The view is held until the answer: the page may be asked from a task, after the app let the view go.
+        g_object_ref(UnsafeMutableRawPointer(view))
+        let request = SnapshotRequest(context: self, view: view) { result in
+            completion(result)
+            g_object_unref(UnsafeMutableRawPointer(view))
+        }
         webkit_web_view_get_snapshot(view, WEBKIT_SNAPSHOT_REGION_VISIBLE, WEBKIT_SNAPSHOT_OPTIONS_NONE, nil, { source, result, data in
             let request = Unmanaged<SnapshotRequest>.fromOpaque(data!).takeRetainedValue()
             var error: UnsafeMutablePointer<GError>?
@@ -374,8 +379,9 @@ public final class SatchelWebContext: @unchecked Sendable {
 
     /// A view is gone: its guard and its task group go with it.
     private func viewFinalized(_ view: UnsafeMutableRawPointer) {
-        recoveries.removeValue(forKey: view)?.viewGone()
+        // Dialogs first: answering them tells the view's recovery, which must still be there.
         dialogs.removeValue(forKey: view)?.viewGone()
+        recoveries.removeValue(forKey: view)?.viewGone()
         progress.removeValue(forKey: view)
         histories.removeValue(forKey: view)
         ViewKey.forget(view)

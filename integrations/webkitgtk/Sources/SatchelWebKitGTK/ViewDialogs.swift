@@ -9,7 +9,7 @@ import SatchelHost
 final class ViewDialogs {
     let view: UnsafeMutablePointer<WebKitWebView>
     private unowned let context: SatchelWebContext
-    private unowned let recovery: ViewRecovery
+    private weak var recovery: ViewRecovery?
     private var machine: ScriptDialogs
     /// WebKit's dialogs waiting for the app's answer (each referenced until closed).
     private var waiting: [Int: OpaquePointer] = [:]
@@ -26,11 +26,22 @@ final class ViewDialogs {
             return 1
         }
         _ = satchel_signal_connect(UnsafeMutableRawPointer(view), "script-dialog", unsafeBitCast(opened, to: GCallback.self), Unmanaged.passUnretained(self).toOpaque())
+        // The page died with a dialog open: WebKit still wants its answer, and the app's dialog is for a page that is gone.
+        let terminated: @convention(c) (UnsafeMutableRawPointer?, WebKitWebProcessTerminationReason, gpointer?) -> Void = { _, _, data in
+            Unmanaged<ViewDialogs>.fromOpaque(data!).takeUnretainedValue().answerWaitingWithDefault()
+        }
+        _ = satchel_signal_connect(
+            UnsafeMutableRawPointer(view), "web-process-terminated", unsafeBitCast(terminated, to: GCallback.self), Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Every dialog still waiting for the app gets the default now.
+    func answerWaitingWithDefault() {
+        for id in Array(waiting.keys) { perform(machine.timedOut(id), dialog: nil) }
     }
 
     /// The view is gone: dialogs still waiting are answered by the default (WebKit must get its answer).
     func viewGone() {
-        for id in Array(waiting.keys) { perform(machine.timedOut(id), dialog: nil) }
+        answerWaitingWithDefault()
         alive = false
     }
 
@@ -57,7 +68,7 @@ final class ViewDialogs {
                 guard let dialog else { continue }
                 webkit_script_dialog_ref(dialog)
                 waiting[id] = dialog
-                recovery.dialogOpened()
+                recovery?.dialogOpened()
                 let weak = WeakDialogs(self)
                 let executor = context.executor
                 context.dialogHandler?(view, asked) { answer in
@@ -79,7 +90,7 @@ final class ViewDialogs {
                     Self.give(answer, to: kept)
                     webkit_script_dialog_close(kept)
                     webkit_script_dialog_unref(kept)
-                    recovery.dialogClosed()
+                    recovery?.dialogClosed()
                 } else if let dialog {
                     // Answered within the signal: WebKit reads the answer when the handler returns.
                     Self.give(answer, to: dialog)

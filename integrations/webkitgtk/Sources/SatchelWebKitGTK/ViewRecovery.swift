@@ -120,7 +120,7 @@ final class ViewRecovery {
                 let me = Unmanaged.passRetained(self).toOpaque()
                 g_timeout_add_full(G_PRIORITY_DEFAULT, Self.milliseconds(after), { data in
                     let recovery = Unmanaged<ViewRecovery>.fromOpaque(data!).takeRetainedValue()
-                    recovery.perform(recovery.machine.loadCheck(now: .now))
+                    recovery.perform(recovery.machine.loadCheck(now: .now, visible: recovery.visible))
                     return gboolean(G_SOURCE_REMOVE)
                 }, me, nil)
             case .scheduleResponsivenessCheck(let after):

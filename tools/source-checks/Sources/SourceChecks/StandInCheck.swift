@@ -114,6 +114,15 @@ public enum StandInCheck {
             }
             checked += 1
             guard !fact.uncertain else { continue }
+            // A type declared as another kind of type than the header's (a class as a struct, say).
+            let typeKinds: [String: Set<String>] = ["class": ["class"], "protocol": ["protocol"], "struct": ["struct"], "enum": ["enum", "struct"], "optionSet": ["struct"]]
+            if let expected = typeKinds[fact.kind], !expected.contains(declaration.kind) {
+                mismatches.append("\(where_): \(shown) is a \(declaration.kind) in the stand-in; the header declares a \(fact.kind)")
+            }
+            // A member whose own isolation the header states (WKURLSchemeTask's: none) must not claim another.
+            if ["member", "protocolRequirement"].contains(declaration.kind), fact.mainActor == false, declaration.mainActor {
+                mismatches.append("\(where_): \(shown) is @MainActor in the stand-in; the header gives it no UI-actor annotation")
+            }
             switch declaration.kind {
             case "class", "protocol":
                 if let mainActor = fact.mainActor, mainActor != declaration.mainActor {

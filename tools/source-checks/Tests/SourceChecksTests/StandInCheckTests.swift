@@ -61,6 +61,8 @@ struct StandInCheckTests {
         ("open class func handlesURLScheme", "open func handlesURLScheme", "WKWebView.handlesURLScheme(_:) is an instance member"),
         ("extension WKNavigationDelegate {\n    public func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {}\n}", "", "is @optional in the header; the stand-in gives it none"),
         ("    func didFinish()\n}", "    func didFinish()\n    func didReceive(_ data: Data)\n}", "WKURLSchemeTask.didReceive(_:), which webkit-facts.json does not list"),
+        ("    func didFinish()\n}", "    @MainActor func didFinish()\n}", "WKURLSchemeTask.didFinish() is @MainActor in the stand-in"),
+        ("@MainActor\nopen class WKWebView: NSObject {", "@MainActor\npublic struct WKWebView {", "WKWebView is a struct in the stand-in; the header declares a class"),
     ])
     func mismatches(_ case: (original: String, planted: String, expected: String)) throws {
         let planted = agreeing.replacingOccurrences(of: `case`.original, with: `case`.planted)
