@@ -58,14 +58,17 @@ public final class RequestLayer: Sendable {
             }
         }
         let incoming = engineRequest(request)
+        /// What still waits (the jar, a streamed page) runs in a task whose answer goes to the executor.
+        @Sendable func later(_ work: @escaping @Sendable () async -> Answer) -> TaskHandle {
+            TaskHandle(Task {
+                let finished = await work()
+                executor.execute { completion(finished) }
+            })
+        }
         let start = loader.start(incoming, on: executor) { answer in
             switch self.finish(answer, of: incoming) {
             case .ready(let finished): completion(finished)
-            case .later(let work):
-                Task {
-                    let finished = await work()
-                    executor.execute { completion(finished) }
-                }
+            case .later(let work): _ = later(work)
             }
         }
         switch start {
@@ -74,11 +77,7 @@ public final class RequestLayer: Sendable {
         case .answered(let answer):
             switch finish(answer, of: incoming) {
             case .ready(let finished): return .answered(finished)
-            case .later(let work):
-                return .pending(TaskHandle(Task {
-                    let finished = await work()
-                    executor.execute { completion(finished) }
-                }))
+            case .later(let work): return .pending(later(work))
             }
         }
     }
@@ -195,11 +194,7 @@ public final class RequestLayer: Sendable {
 
     /// The loader's answer as the client gets it. Only what needs to wait (the jar, a streamed page) is left for a task.
     private func finish(_ answer: ResourceLoader.Answer, of request: ResourceRequest) -> Finished {
-        let fromPackage = answer.outcome == .package
         let injects = injectsHook(into: answer, for: request)
-        if !injects, configuration.cookies == nil, !configuration.redirectsAsPages {
-            return .ready(Answer(response: answer.response, label: AnswerLabel(answer.outcome, status: answer.response.status), bodyChannel: answer.bodyChannel, fromPackage: fromPackage))
-        }
         let needsJar = configuration.cookies != nil && answer.response.headers.contains(ResponseField.setCookie)
         let needsRead = injects && HookInjection.mustRead(answer.response)
         guard needsJar || needsRead else { return .ready(decorated(answer.response, answer, request, injects: injects)) }
@@ -242,6 +237,17 @@ public final class RequestLayer: Sendable {
     /// host the installed packages claim and the extra hosts, with the launch's proof secret unless `withSecret` is false
     /// (a `<script src>` any site may load must not carry it).
     public func inlineHookScript(withSecret: Bool = true) -> String {
+        // Rendered once per set of served packages (its origins come from them), not once per page.
+        let generation = engine.generation
+        if let cached = renderedHook.withLock({ $0 }), cached.generation == generation, cached.withSecret == withSecret { return cached.script }
+        let script = renderInlineHook(withSecret: withSecret)
+        renderedHook.withLock { $0 = (generation, withSecret, script) }
+        return script
+    }
+
+    private let renderedHook = Locked<(generation: Int, withSecret: Bool, script: String)?>(nil)
+
+    private func renderInlineHook(withSecret: Bool) -> String {
         var origins: [String] = []
         for package in engine.servedPackages {
             for host in package.manifest.scope.hosts where !host.isWildcard {

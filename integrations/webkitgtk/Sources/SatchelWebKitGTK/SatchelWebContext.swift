@@ -137,12 +137,16 @@ public final class SatchelWebContext: @unchecked Sendable {
     /// navigation, 1 when the load finished).
     public var progressHandler: ((UnsafeMutablePointer<WebKitWebView>, Double) -> Void)?
     let dialogConfiguration: ScriptDialogs.Configuration
-    /// The dialogs and progress of every view made here, by view.
-    private var dialogs: [UnsafeMutableRawPointer: ViewDialogs] = [:]
-    private var progress: [UnsafeMutableRawPointer: ViewProgress] = [:]
-    private var histories: [UnsafeMutableRawPointer: ViewHistory] = [:]
-    /// The guard of every view made here, by view.
-    private var recoveries: [UnsafeMutableRawPointer: ViewRecovery] = [:]
+    /// What the context keeps for one view, for as long as it lives.
+    private struct ViewParts {
+        let recovery: ViewRecovery
+        let dialogs: ViewDialogs
+        let progress: ViewProgress
+        let history: ViewHistory
+    }
+
+    /// Every view made here, by view.
+    private var views: [UnsafeMutableRawPointer: ViewParts] = [:]
 
     /// A web view on this context: the media script and the hook at document start in every frame, and the body
     /// handler.
@@ -185,10 +189,9 @@ public final class SatchelWebContext: @unchecked Sendable {
             webkit_settings_set_user_agent_with_application_details(webkit_web_view_get_settings(view), applicationName.name, applicationName.version)
         }
         let recovery = ViewRecovery(view: view, context: self, configuration: recoveryConfiguration)
-        recoveries[raw] = recovery
-        self.dialogs[raw] = ViewDialogs(view: view, context: self, recovery: recovery, configuration: dialogConfiguration)
-        self.progress[raw] = ViewProgress(view: view, context: self)
-        histories[raw] = ViewHistory(view: view)
+        views[raw] = ViewParts(
+            recovery: recovery, dialogs: ViewDialogs(view: view, context: self, recovery: recovery, configuration: dialogConfiguration),
+            progress: ViewProgress(view: view, context: self), history: ViewHistory(view: view))
         satchel_weak_ref(raw, { data, object in
             guard let data, let object else { return }
             Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue().viewFinalized(object)
@@ -275,7 +278,7 @@ public final class SatchelWebContext: @unchecked Sendable {
 
     /// Whether `view` can go back within the app's pages: the first page it showed is its root (``BackNavigation``).
     public func canGoBack(_ view: UnsafeMutablePointer<WebKitWebView>) -> Bool {
-        histories[UnsafeMutableRawPointer(view)]?.canGoBack ?? false
+        views[UnsafeMutableRawPointer(view)]?.history.canGoBack ?? false
     }
 
     /// Goes back when ``canGoBack(_:)``; returns whether it did (false: the app leaves the view instead).
@@ -304,7 +307,7 @@ public final class SatchelWebContext: @unchecked Sendable {
 
     /// Sends event `name` to every view made here. Main context thread.
     public func broadcast(event name: String, detail: BridgeValue) {
-        for view in recoveries.keys { send(event: name, detail: detail, to: view.assumingMemoryBound(to: WebKitWebView.self)) }
+        for view in views.keys { send(event: name, detail: detail, to: view.assumingMemoryBound(to: WebKitWebView.self)) }
     }
 
     /// Calls the page's handler `name` (`window.satchel.handle(name, fn)`) in `view` and returns its result; throws
@@ -352,7 +355,7 @@ public final class SatchelWebContext: @unchecked Sendable {
 
     /// The jar changed: every page showing an app origin reads its cookies again on its next `document.cookie`.
     private func cookiesChanged() {
-        for view in recoveries.keys {
+        for view in views.keys {
             let view = view.assumingMemoryBound(to: WebKitWebView.self)
             guard AppBridge.mayCall(url: webkit_web_view_get_uri(view).map { String(cString: $0) }, origins: appOrigins) else { continue }
             webkit_web_view_evaluate_javascript(
@@ -379,22 +382,21 @@ public final class SatchelWebContext: @unchecked Sendable {
 
     /// A view is gone: its guard and its task group go with it.
     private func viewFinalized(_ view: UnsafeMutableRawPointer) {
-        // Dialogs first: answering them tells the view's recovery, which must still be there.
-        dialogs.removeValue(forKey: view)?.viewGone()
-        recoveries.removeValue(forKey: view)?.viewGone()
-        progress.removeValue(forKey: view)
-        histories.removeValue(forKey: view)
+        guard let parts = views.removeValue(forKey: view) else { return ViewKey.forget(view) }
+        // Dialogs first: answering them tells the view's recovery.
+        parts.dialogs.viewGone()
+        parts.recovery.viewGone()
         ViewKey.forget(view)
     }
 
     /// Stops the heartbeat of every view (the app is hidden and its pages should not be probed, or a debugger holds
     /// a web process); ``resumeHeartbeats()`` starts them again.
     public func pauseHeartbeats() {
-        for recovery in recoveries.values { recovery.pauseHeartbeat() }
+        for parts in views.values { parts.recovery.pauseHeartbeat() }
     }
 
     public func resumeHeartbeats() {
-        for recovery in recoveries.values { recovery.resumeHeartbeat() }
+        for parts in views.values { parts.recovery.resumeHeartbeat() }
     }
 }
 
