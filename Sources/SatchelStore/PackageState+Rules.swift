@@ -184,11 +184,13 @@ extension PackageState {
     /// Returns to the fallback. The version left is marked failed (never chosen again automatically), so a
     /// second rollback goes further back instead of forth again.
     /// - Returns: the version rolled back from.
+    /// - Parameter reason: why, when it is known (a trial judged by its container); without one the version reads as
+    ///   failed for `trial`.
     @discardableResult
-    public mutating func rollBack(in available: AvailableVersions) throws(StateRefusal) -> SemanticVersion {
+    public mutating func rollBack(in available: AvailableVersions, because reason: TrialFailure? = nil) throws(StateRefusal) -> SemanticVersion {
         guard let target = fallback(in: available) else { throw .noFallback }
         let from = active
-        fallBack(to: target, in: available)
+        fallBack(to: target, in: available, because: reason)
         return from
     }
 
@@ -235,9 +237,9 @@ extension PackageState {
     /// Moves to the fallback: the active version is marked failed, and history entries after the target (which
     /// the fallback skipped: failed, gone or below the floor) are dropped with it. A target that only ever served
     /// on trial is on trial again: it never proved itself.
-    private mutating func fallBack(to target: SemanticVersion, in available: AvailableVersions) {
+    private mutating func fallBack(to target: SemanticVersion, in available: AvailableVersions, because reason: TrialFailure? = nil) {
         let confirmedTarget = isConfirmed(target, in: available)
-        leave(failing: true, in: available)
+        leave(failing: true, because: reason, in: available)
         if let index = history.lastIndex(of: target) { history.removeSubrange((index + 1)...) }
         unconfirmed = unconfirmed.filter(history.contains)
         enter(target, onTrial: !confirmedTarget)
@@ -245,11 +247,12 @@ extension PackageState {
 
     /// The active version stops being served. A trial that did not fail was superseded: it served, so it joins
     /// the history as unconfirmed. With `failing`, it is marked failed instead (the built-in never is).
-    private mutating func leave(failing: Bool, in available: AvailableVersions) {
+    private mutating func leave(failing: Bool, because reason: TrialFailure? = nil, in available: AvailableVersions) {
         if active == available.builtIn { return }
         if failing {
             forget(active)
             failed.insert(active)
+            if let reason { markFailed(active, because: reason) }
         } else if trial != nil, !failed.contains(active) {
             history.removeAll { $0 == active }
             history.append(active)

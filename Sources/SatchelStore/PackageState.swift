@@ -8,7 +8,7 @@ import SatchelCore
 /// on disk) are pure functions of this value, in `PackageState+Rules.swift`; ``PackageStore`` only reads, writes
 /// and deletes. Written canonically (``CanonicalJSON``), replaced atomically.
 ///
-/// The file is `{"active","confirmed"?,"failed"?,"history","launches","trial"?,"unconfirmed"?}`:
+/// The file is `{"active","confirmed"?,"failed"?,"failureReasons"?,"history","launches","trial"?,"unconfirmed"?}`:
 /// - `history` lists the versions that served and did not fail, oldest first: confirmed versions, and versions
 ///   that were superseded while on trial without running out of launches. (Stores written before `unconfirmed`
 ///   existed only ever put confirmed versions there, which reads the same.) A confirmed active version is in it;
@@ -16,6 +16,9 @@ import SatchelCore
 /// - `unconfirmed` names the history entries that served only on trial (omitted when empty).
 /// - `failed` names versions whose trial ran out of launches or that a rollback left (omitted when empty); no rule
 ///   chooses them again by itself.
+/// - `failureReasons` says why some of them failed: `[{"version","why","detail"?}]`, sorted by version (omitted when
+///   empty). A failed version without one failed before reasons were kept, or ran out of launches under a runtime
+///   that did not record them; it reads as `trial`.
 /// - `confirmed` is the newest confirmed entry of `history`; it is written for readers and derived when read.
 public struct PackageState: Equatable, Sendable {
     /// The version served.
@@ -29,11 +32,15 @@ public struct PackageState: Equatable, Sendable {
     /// The ``history`` entries that served only on trial.
     public var unconfirmed: Set<SemanticVersion>
     /// Versions never chosen again automatically.
-    public var failed: Set<SemanticVersion>
+    public var failed: Set<SemanticVersion> {
+        didSet { failureReasons = failureReasons.filter { failed.contains($0.key) } }
+    }
+    /// Why versions of ``failed`` failed, where it is known (never a version outside it).
+    public private(set) var failureReasons: [SemanticVersion: TrialFailure]
 
     public init(
         active: SemanticVersion, trial: SemanticVersion?, launches: Int, history: [SemanticVersion],
-        unconfirmed: Set<SemanticVersion> = [], failed: Set<SemanticVersion> = []
+        unconfirmed: Set<SemanticVersion> = [], failed: Set<SemanticVersion> = [], failureReasons: [SemanticVersion: TrialFailure] = [:]
     ) {
         self.active = active
         self.trial = trial
@@ -41,6 +48,20 @@ public struct PackageState: Equatable, Sendable {
         self.history = history
         self.unconfirmed = unconfirmed
         self.failed = failed
+        self.failureReasons = failureReasons.filter { failed.contains($0.key) }
+    }
+
+    /// Marks `version` failed for `reason`.
+    mutating func markFailed(_ version: SemanticVersion, because reason: TrialFailure) {
+        failed.insert(version)
+        failureReasons[version] = reason
+    }
+
+    /// Why `version` failed here: its recorded reason, else `trial` (it failed before reasons were kept); nil when it
+    /// has not failed.
+    public func failureReason(of version: SemanticVersion) -> TrialFailure? {
+        guard failed.contains(version) else { return nil }
+        return failureReasons[version] ?? .trial
     }
 
     public var isTrial: Bool { trial != nil }
@@ -58,6 +79,13 @@ public struct PackageState: Equatable, Sendable {
         if let trial { object["trial"] = .string(trial.description) }
         if !unconfirmed.isEmpty { object["unconfirmed"] = .array(unconfirmed.sorted().map { .string($0.description) }) }
         if !failed.isEmpty { object["failed"] = .array(failed.sorted().map { .string($0.description) }) }
+        if !failureReasons.isEmpty {
+            object["failureReasons"] = .array(failureReasons.sorted { $0.key < $1.key }.map { version, reason in
+                var fields: [String: CanonicalJSON] = ["version": .string(version.description), "why": .string(reason.why)]
+                if let detail = reason.detail { fields["detail"] = .string(detail) }
+                return .object(fields)
+            })
+        }
         return CanonicalJSON.object(object).bytes
     }
 
@@ -69,6 +97,12 @@ public struct PackageState: Equatable, Sendable {
             let history: [SemanticVersion]
             let unconfirmed: [SemanticVersion]?
             let failed: [SemanticVersion]?
+            let failureReasons: [Reason]?
+        }
+        struct Reason: Decodable {
+            let version: SemanticVersion
+            let why: String
+            let detail: String?
         }
         do {
             let wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
@@ -87,8 +121,18 @@ public struct PackageState: Equatable, Sendable {
             if let stray = unconfirmed.first(where: { !wire.history.contains($0) }) {
                 throw StoreError.corruptState(path: path, reason: "unconfirmed \(stray) is not in history")
             }
+            var reasons: [SemanticVersion: TrialFailure] = [:]
+            for reason in wire.failureReasons ?? [] {
+                guard failed.contains(reason.version) else {
+                    throw StoreError.corruptState(path: path, reason: "a failure reason names \(reason.version), which has not failed")
+                }
+                do { reasons[reason.version] = try TrialFailure(why: reason.why, detail: reason.detail) } catch {
+                    throw StoreError.corruptState(path: path, reason: error.description)
+                }
+            }
             return PackageState(
-                active: wire.active, trial: wire.trial, launches: wire.launches, history: wire.history, unconfirmed: unconfirmed, failed: failed)
+                active: wire.active, trial: wire.trial, launches: wire.launches, history: wire.history, unconfirmed: unconfirmed, failed: failed,
+                failureReasons: reasons)
         } catch let error as StoreError {
             throw error
         } catch {

@@ -24,16 +24,17 @@ extension PackageStore {
 
     /// Returns to the fallback: the newest version that served before and did not fail, else the built-in. The
     /// version left is marked failed, so a second rollback goes further back rather than forth again.
+    /// - Parameter reason: why (`satchel list` shows it, device reports send its `why`); without one it reads as `trial`.
     @discardableResult
-    public func rollback(_ id: PackageID) throws(StoreError) -> PackageState {
-        try changeState(of: id) { (state, available) throws(StateRefusal) in try state.rollBack(in: available) }
+    public func rollback(_ id: PackageID, because reason: TrialFailure? = nil) throws(StoreError) -> PackageState {
+        try changeState(of: id) { (state, available) throws(StateRefusal) in try state.rollBack(in: available, because: reason) }
     }
 
     /// The one shape of every operation on one package's state: under the store lock, read the state as it serves
     /// (lifted to the built-in floor), apply one rule of `PackageState+Rules.swift` (its refusal names the
     /// package), and write the result when it differs from what is on disk.
     @discardableResult
-    private func changeState(
+    func changeState(
         of id: PackageID, _ rule: (inout PackageState, AvailableVersions) throws(StateRefusal) -> Void
     ) throws(StoreError) -> PackageState {
         try withStoreLock { () throws(StoreError) -> PackageState in

@@ -75,6 +75,9 @@ extension PackageStore {
                 state: servedByBuiltIn ? .builtIn : manifest == nil ? .missing : state.isTrial ? .trial : .confirmed,
                 launches: state.launches, confirmed: state.confirmed?.description,
                 fallback: state.fallback(in: availability(of: id))?.description, failed: state.failed.sorted().map(\.description),
+                failureReasons: state.failed.sorted().compactMap { version in
+                    state.failureReason(of: version).map { FailureReasonEntry(version: version.description, why: $0.why, detail: $0.detail) }
+                },
                 otherVersions: versionFolders(of: id).filter { $0 != state.active }.map(\.description),
                 builtIn: builtIn?.version.description, builtInBundle: builtIn?.bundle.path,
                 hosts: manifest?.scope.hosts.map(\.value) ?? [], pathPrefix: manifest?.scope.pathPrefix.value ?? "",

@@ -82,6 +82,8 @@ public struct InstalledPackage: Sendable, Equatable, Codable {
     public var fallback: String?
     /// Versions that failed (a trial ran out, or a rollback left them); kept on disk until gc.
     public var failed: [String]
+    /// Why each of ``failed`` failed, oldest version first (`trial` when no reason was recorded).
+    public var failureReasons: [FailureReasonEntry]
     /// Installed versions other than the active one.
     public var otherVersions: [String]
     /// The app's built-in version of this package, and its bundle.
@@ -93,6 +95,28 @@ public struct InstalledPackage: Sendable, Equatable, Codable {
     public var bytes: Int64
     /// The release channel the store follows (store-wide; shown per package).
     public var channel: String
+}
+
+/// One failed version and why (`satchel list --json`'s `failureReasons`).
+public struct FailureReasonEntry: Sendable, Equatable, Codable {
+    public var version: String
+    public var why: String
+    /// The device-only detail (a script error's first line, a status code); null when there is none.
+    public var detail: String?
+
+    public init(version: String, why: String, detail: String?) {
+        self.version = version
+        self.why = why
+        self.detail = detail
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        // `detail` is always present in the JSON, null when there is none.
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encode(why, forKey: .why)
+        try container.encode(detail, forKey: .detail)
+    }
 }
 
 /// A difference between an active version on disk and its manifest.

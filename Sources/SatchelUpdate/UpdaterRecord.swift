@@ -98,9 +98,17 @@ struct DeviceReporter {
             for version in failed.sorted(by: >).prefix(Self.failedPerPackage) {
                 items.append(.init(
                     id: id, role: .failed, version: version, token: cohorts.token(id, version),
-                    why: record.failures[UpdaterRecord.key(id, version)] ?? "trial"))
+                    why: Self.why(version, state: state, recorded: record.failures[UpdaterRecord.key(id, version)])))
             }
         }
         return DeviceReport(channel: channel, items: items)
+    }
+
+    /// A failed version's reason for the report: the store's (a judged trial: `crashed`, `script-error`, …) when it
+    /// holds one, else the updater's (`revoked`, `verification`, `install-<kind>`), else `trial`. Never the detail:
+    /// reports carry no page text.
+    static func why(_ version: SemanticVersion, state: PackageState, recorded: String?) -> String {
+        if let reason = state.failureReason(of: version), reason != .trial { return reason.why }
+        return recorded ?? TrialFailure.trial.why
     }
 }
