@@ -35,6 +35,9 @@ public enum HookScript {
         public var bridgeHandler: String?
         /// How long a bridge call waits for its answer.
         public var bridgeTimeout: Duration
+        /// The script message handler the page's health signals go to while a release is on trial (`trial.js`);
+        /// nil: none are sent.
+        public var trialHandler: String?
 
         /// Where the local server's body store takes bodies (`POST <endpoint><id>`): the hook posts there and the
         /// server routes it, both from this one value.
@@ -45,8 +48,9 @@ public enum HookScript {
         public init(
             channels: BodyChannels = BodyChannels(), origins: [String] = [], headerThreshold: Int = 8 << 10,
             bodyEndpoint: String = Self.defaultBodyEndpoint, messageHandler: String = Self.defaultMessageHandler, proofSecret: BodyProofSecret? = nil,
-            cookieEndpoint: String? = nil, bridgeHandler: String? = nil, bridgeTimeout: Duration = .seconds(30)
+            cookieEndpoint: String? = nil, bridgeHandler: String? = nil, bridgeTimeout: Duration = .seconds(30), trialHandler: String? = nil
         ) {
+            self.trialHandler = trialHandler
             self.cookieEndpoint = cookieEndpoint
             self.bridgeHandler = bridgeHandler
             self.bridgeTimeout = bridgeTimeout
@@ -84,6 +88,7 @@ public enum HookScript {
                 object["bridgeHandler"] = .string(bridgeHandler)
                 object["bridgeTimeoutMs"] = .integer(bridgeTimeout.components.seconds * 1000 + bridgeTimeout.components.attoseconds / 1_000_000_000_000_000)
             }
+            if let trialHandler { object["trialHandler"] = .string(trialHandler) }
             return String(decoding: CanonicalJSON.object(object).bytes, as: UTF8.self)
         }
     }
@@ -97,7 +102,7 @@ public enum HookScript {
     /// closure for all of them: each may use what the files before it declare (its `global` comment lists that),
     /// and the installs must run in this order (cookie.js wraps the fetch and XMLHttpRequest channels.js installs).
     /// Tests/hook-js/hook.js assembles the same files in the same order for the node tests.
-    static let files = ["core", "proof", "body", "channels", "forms", "cookie", "bridge"]
+    static let files = ["core", "proof", "body", "channels", "forms", "cookie", "trial", "bridge"]
 
     /// Where wrapper.js takes the features and the configuration object.
     static let featuresSlot = "  // @features\n"

@@ -22,9 +22,17 @@ public struct PageSetup: Sendable, Equatable {
         if hook.proofSecret == nil { hook.proofSecret = engine.bodyProofSecret }
         if hook.cookieEndpoint == nil { hook.cookieEndpoint = PageCookies.path }
         if hook.bridgeHandler == nil { hook.bridgeHandler = Self.defaultBridgeHandler }
+        // The page's health signals for the judge of a trial; inert in a view whose adapter registers no handler.
+        if hook.trialHandler == nil { hook.trialHandler = Self.defaultTrialHandler }
         self.hook = hook
         script = HookScript.render(hook)
     }
+
+    /// The trial signals' script message handler when the configuration names none.
+    public static let defaultTrialHandler = "satchelTrial"
+
+    /// The trial signals' script message handler (``TrialJudge``).
+    public var trialHandlerName: String { hook.trialHandler ?? Self.defaultTrialHandler }
 
     /// The body store's script message handler (`HookScript.Configuration.messageHandler`).
     public var bodyHandlerName: String { hook.messageHandler }

@@ -9,7 +9,7 @@ const crypto = require("node:crypto");
 
 const hookFolder = path.join(__dirname, "../../Sources/SatchelEngine/Hook");
 // HookScript.files, in its order.
-const files = ["core", "proof", "body", "channels", "forms", "cookie", "bridge"];
+const files = ["core", "proof", "body", "channels", "forms", "cookie", "trial", "bridge"];
 const read = (name) => fs.readFileSync(path.join(hookFolder, name + ".js"), "utf8");
 
 function render(configJSON) {
@@ -72,6 +72,10 @@ function fakeWindow({ url = ORIGIN + "/app/index.html", handlers = {}, respond }
   }
   w.XMLHttpRequest = XMLHttpRequest;
 
+  // Window events (error, unhandledrejection): `w.dispatch(type, event)` runs the listeners as the browser would.
+  w.listeners = {};
+  w.addEventListener = (type, listener) => { (w.listeners[type] = w.listeners[type] || []).push(listener); };
+  w.dispatch = (type, event) => (w.listeners[type] || []).forEach((listener) => listener(event));
   w.navigator = { sendBeacon(target) { w.sent.push({ via: "beacon", url: String(target) }); return true; } };
   w.webkit = { messageHandlers: {} };
   for (const [name, reply] of Object.entries(handlers)) {

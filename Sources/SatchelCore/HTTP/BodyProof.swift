@@ -112,12 +112,14 @@ public enum ProofChannel: String, Sendable, Equatable {
     case bodyStore = "body-store"
     case cookie
     case bridge
+    /// A page's health signal to the judge of a release on trial (``TrialFailure``).
+    case trial
 
     var subject: String {
         switch self {
         case .header, .formQuery, .bodyStore: "this body"
         case .cookie: "this cookie"
-        case .bridge: "this message"
+        case .bridge, .trial: "this message"
         }
     }
 }

@@ -1,0 +1,68 @@
+/* global proof, XHR */
+/* exported trialSignal */
+
+// What the judge of a release on trial (SatchelHost's TrialJudge) hears from the page: its first contentful paint,
+// window.satchel.ready(), uncaught errors, unhandled rejections and scripts or stylesheets that failed to load. The
+// page only reports facts (message, the script they came from, whether a rejection came from a failed fetch or XHR);
+// native code decides what counts against the release. Each message carries a proof, as bridge messages do.
+var trialHandler = config.trialHandler && w.webkit && w.webkit.messageHandlers && w.webkit.messageHandlers[config.trialHandler];
+function trialSignal(kind, fields) {
+  if (!trialHandler) return;
+  var message = {
+    kind: kind,
+    message: String(fields.message || "").slice(0, 1000),
+    source: String(fields.source || "").slice(0, 1000),
+    network: !!fields.network,
+  };
+  message.token = proof("trial", message.kind + "\n" + message.message + "\n" + message.source + "\n" + (message.network ? "1" : "0"));
+  try { trialHandler.postMessage(message); } catch (e) { /* the view is going away */ }
+}
+if (trialHandler) {
+  // Errors a failed request rejected with: an API that is offline is not the release's fault.
+  var networkFailures = typeof WeakSet === "function" ? new WeakSet() : null;
+  var trialFetch = w.fetch;
+  if (trialFetch && networkFailures) {
+    w.fetch = function () {
+      return trialFetch.apply(this, arguments).catch(function (error) {
+        if (error && typeof error === "object") networkFailures.add(error);
+        throw error;
+      });
+    };
+  }
+  var isNetworkFailure = function (reason) {
+    if (!reason || typeof reason !== "object") return false;
+    if (networkFailures && networkFailures.has(reason)) return true;
+    // XHR wrappers (axios and the like) reject with the request, its event or an error holding the request.
+    if (XHR && (reason instanceof XHR || reason.target instanceof XHR || reason.request instanceof XHR)) return true;
+    return typeof w.ProgressEvent === "function" && reason instanceof w.ProgressEvent;
+  };
+  // The script a rejection came from: the first URL of its stack (a rejection event names no file).
+  var stackSource = function (reason) {
+    var stack = reason && typeof reason === "object" && reason.stack ? String(reason.stack) : "";
+    var match = /([a-z][a-z0-9+.-]*:\/\/[^\s()]+?)(?::\d+){0,2}(?:\)|\s|$)/i.exec(stack);
+    return match ? match[1] : "";
+  };
+  var describe = function (reason) {
+    if (reason && typeof reason === "object" && reason.message !== undefined) return (reason.name ? reason.name + ": " : "") + reason.message;
+    try { return String(reason); } catch (e) { return "unhandled rejection"; }
+  };
+  w.addEventListener("error", function (event) {
+    var target = event.target;
+    if (target && target !== w && (target.tagName === "SCRIPT" || (target.tagName === "LINK" && /stylesheet/i.test(target.rel || "")))) {
+      var url = target.src || target.href || "";
+      trialSignal("resource", { message: "failed to load " + url, source: url });
+      return;
+    }
+    trialSignal("error", { message: event.message || describe(event.error), source: event.filename || "" });
+  }, true);
+  w.addEventListener("unhandledrejection", function (event) {
+    trialSignal("rejection", { message: describe(event.reason), source: stackSource(event.reason), network: isNetworkFailure(event.reason) });
+  });
+  if (typeof w.PerformanceObserver === "function") {
+    try {
+      new w.PerformanceObserver(function (list) {
+        list.getEntries().forEach(function (entry) { if (entry.name === "first-contentful-paint") trialSignal("paint", {}); });
+      }).observe({ type: "paint", buffered: true });
+    } catch (e) { /* no paint timing: the judge goes by the load alone */ }
+  }
+}
