@@ -144,11 +144,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The rollout report page (`satchel rollout report`): a pure value -> HTML renderer over SatchelCore's rollout
+        // counts, apart from the CLI so the page is tested without running it.
+        .target(name: "SatchelReportPage", dependencies: ["SatchelCore"]),
         .executableTarget(
             name: "satchel",
             dependencies: [
                 "SatchelCore", "SatchelBundle", "SatchelPublishing", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelCache",
-                "SatchelServer", "SatchelUpdate", "SatchelOptions", "SatchelNetwork", "SatchelPlatform",
+                "SatchelServer", "SatchelUpdate", "SatchelOptions", "SatchelNetwork", "SatchelPlatform", "SatchelReportPage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -170,6 +173,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
+        .testTarget(name: "SatchelReportPageTests", dependencies: ["SatchelReportPage", "SatchelCore"]),
         .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelPublishing", "SatchelPlatform", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelPublishingTests",

@@ -36,7 +36,7 @@ extension Satchel {
                 Staged, halted and revoked versions live in the catalog's rollouts, which updaters from before rollouts \
                 never read: they only ever get versions released to everyone (docs/formats.md, "Rollouts").
                 """,
-            subcommands: [Set.self, Halt.self, Revoke.self, Status.self, Advance.self])
+            subcommands: [Set.self, Halt.self, Revoke.self, Status.self, Advance.self, Report.self])
 
         struct Target: ParsableArguments {
             @Argument(help: "The package id.")

@@ -1,0 +1,188 @@
+import SatchelCore
+
+/// Everything the page shows, as plain values: built from a catalog, its reports and a rollout log by `build`, drawn
+/// by ``RolloutReportPage``. The numbers per version are `VersionStatus.compute`'s, the very ones `satchel rollout
+/// status` prints; the series are the same computation over the reports received up to each edge of the time axis.
+public struct RolloutReport: Hashable, Sendable {
+    /// Counts at one edge of the time axis.
+    public struct Point: Hashable, Sendable {
+        public var at: Timestamp
+        public var installed: Int
+        public var confirmed: Int
+        public var failed: Int
+        public var failureRate: Double
+        public var interval: [Double]
+
+        public init(at: Timestamp, status: VersionStatus) {
+            self.at = at
+            installed = status.installed
+            confirmed = status.confirmed
+            failed = status.failed
+            failureRate = status.failureRate
+            interval = status.interval
+        }
+    }
+
+    public struct Version: Hashable, Sendable {
+        /// As `satchel rollout status` gives it.
+        public var status: VersionStatus
+        /// Devices whose report says the version failed there, by the reason given (`revoked` is not a failure), most
+        /// first.
+        public var failuresByReason: [ReasonCount]
+        /// When the rollout's current step began: `status` counts only reports received after it. Nil for a version
+        /// released to every device, which counts every report.
+        public var since: Timestamp?
+        /// Over every report, whatever step: how the version spread.
+        public var allReports: [Point]
+        /// As `status` counts (since the step began): what `rollout advance` judged at each moment.
+        public var currentStep: [Point]
+
+        public init(status: VersionStatus, failuresByReason: [ReasonCount], since: Timestamp?, allReports: [Point], currentStep: [Point]) {
+            self.status = status
+            self.failuresByReason = failuresByReason
+            self.since = since
+            self.allReports = allReports
+            self.currentStep = currentStep
+        }
+    }
+
+    public struct ReasonCount: Hashable, Sendable {
+        public var reason: String
+        public var count: Int
+
+        public init(reason: String, count: Int) {
+            self.reason = reason
+            self.count = count
+        }
+    }
+
+    public struct Threshold: Hashable, Sendable {
+        public var value: Double
+        public var source: ThresholdSource
+
+        public init(value: Double, source: ThresholdSource) {
+            self.value = value
+            self.source = source
+        }
+    }
+
+    public enum ThresholdSource: Hashable, Sendable {
+        /// Given on the command line.
+        case option
+        /// The latest decision in the log that names one.
+        case log(at: Timestamp)
+    }
+
+    /// The files the page was made from, named on it as given.
+    public struct Sources: Hashable, Sendable {
+        public var catalog: String
+        public var reports: String
+        public var log: String?
+
+        public init(catalog: String, reports: String, log: String? = nil) {
+            self.catalog = catalog
+            self.reports = reports
+            self.log = log
+        }
+    }
+
+    public var sources: Sources
+    public var catalogSerial: Int64
+    public var versions: [Version]
+    /// Nil when there is nothing to place on a time axis (no report and no log event).
+    public var bins: TimeBins?
+    /// Report lines read, and lines that were not reports.
+    public var records: Int
+    public var skippedReports: Int
+    public var events: [RolloutLogEvent]
+    public var badLogLines: Int
+    public var threshold: Threshold?
+
+    /// The report of `catalog` from `records` (the reports file's parsed lines; `skipped` the others) and `log`.
+    /// The threshold shown is `maxFailureRate` when given, else the log's latest, else none.
+    public static func build(
+        catalog: Catalog, records: [ReportRecord], skipped: Int, log: RolloutLog?, maxFailureRate: Double?, sources: Sources
+    ) -> RolloutReport {
+        let sorted = records.sorted { $0.at < $1.at }
+        let statuses = VersionStatus.compute(catalog, records: sorted)
+        let events = (log?.events ?? []).sorted { $0.at < $1.at }
+        let bins = TimeBins.covering(sorted.map(\.at) + events.map(\.at))
+        // The same counting over every report: each rollout's step taken to begin before the first report.
+        let everything: Catalog = {
+            guard let first = sorted.first?.at else { return catalog }
+            let rollouts = catalog.rollouts.map { rollout in
+                var copy = rollout
+                copy.since = Timestamp(secondsSinceEpoch: first.secondsSinceEpoch - 1)
+                return copy
+            }
+            return (try? catalog.with(rollouts: rollouts)) ?? catalog
+        }()
+        var allReports: [[Point]] = Array(repeating: [], count: statuses.count)
+        var currentStep: [[Point]] = Array(repeating: [], count: statuses.count)
+        if let bins, !sorted.isEmpty {
+            var upTo = 0
+            for edge in bins.edges {
+                while upTo < sorted.count, sorted[upTo].at <= edge { upTo += 1 }
+                let prefix = Array(sorted[..<upTo])
+                let spread = VersionStatus.compute(everything, records: prefix)
+                let judged = VersionStatus.compute(catalog, records: prefix)
+                for index in statuses.indices {
+                    allReports[index].append(Point(at: edge, status: spread[index]))
+                    currentStep[index].append(Point(at: edge, status: judged[index]))
+                }
+            }
+        }
+        let reasons = FailureReasons.count(catalog, records: sorted)
+        let versions = statuses.enumerated().map { index, status in
+            let since = catalog.rollouts.first { $0.entry.id.value == status.id && $0.entry.version.description == status.version }?.since
+            let byReason = (reasons[VersionKey(id: status.id, version: status.version)] ?? [:])
+                .map { ReasonCount(reason: $0.key, count: $0.value) }
+                .sorted { ($1.count, $0.reason) < ($0.count, $1.reason) }
+            return Version(status: status, failuresByReason: byReason, since: since, allReports: allReports[index], currentStep: currentStep[index])
+        }
+        let threshold: Threshold? =
+            if let maxFailureRate { Threshold(value: maxFailureRate, source: .option) } else {
+                log?.latestMaxFailureRate.map { Threshold(value: $0.value, source: .log(at: $0.at)) }
+            }
+        return RolloutReport(
+            sources: sources, catalogSerial: catalog.serial, versions: versions, bins: bins, records: records.count, skippedReports: skipped,
+            events: events, badLogLines: log?.badLines ?? 0, threshold: threshold)
+    }
+
+    public init(
+        sources: Sources, catalogSerial: Int64, versions: [Version], bins: TimeBins?, records: Int, skippedReports: Int,
+        events: [RolloutLogEvent], badLogLines: Int, threshold: Threshold?
+    ) {
+        self.sources = sources
+        self.catalogSerial = catalogSerial
+        self.versions = versions
+        self.bins = bins
+        self.records = records
+        self.skippedReports = skippedReports
+        self.events = events
+        self.badLogLines = badLogLines
+        self.threshold = threshold
+    }
+}
+
+struct VersionKey: Hashable {
+    let id: String
+    let version: String
+}
+
+/// Failed devices by the reason they give. VersionStatus does not count these yet; this counts exactly the devices
+/// its `failed` does (same window, `revoked` left out), split by `why`.
+enum FailureReasons {
+    static func count(_ catalog: Catalog, records: [ReportRecord]) -> [VersionKey: [String: Int]] {
+        let since = Dictionary(catalog.rollouts.map { (VersionKey(id: $0.entry.id.value, version: $0.entry.version.description), $0.since) }) { a, _ in a }
+        var tokens: [VersionKey: [String: Set<String>]] = [:]
+        for record in records {
+            for item in record.report.items where item.role == .failed && item.why != "revoked" {
+                let key = VersionKey(id: item.id.value, version: item.version.description)
+                if let start = since[key], !(record.at > start) { continue }
+                tokens[key, default: [:]][item.why ?? "unknown", default: []].insert(item.token)
+            }
+        }
+        return tokens.mapValues { $0.mapValues(\.count) }
+    }
+}
