@@ -58,6 +58,10 @@ public final class SatchelWebContext: @unchecked Sendable {
     ///     reason `exceeded-memory-limit`); nil: WebKit's defaults, which kill nothing.
     ///   - recovery: when a view that keeps dying gets the offline page instead of another reload, and how long an
     ///     unresponsive view is given (see ``WebProcessRecovery``).
+    ///   - trials: where the versions on trial are (the app's `PackageStore`): each view judges a page served from a
+    ///     version on trial and confirms it, or rolls it back with its reason and shows the fallback in every view
+    ///     (``TrialJudge``, ``trialHandler``); it needs the hook (the page's signals come through it). nil: no judging.
+    ///   - trialJudging: the judge's grace period, load timeout, thresholds and whether `ready()` is required.
     ///   - cache: the app's HTTP cache, opened in private mode (one user: `private` answers kept, `s-maxage` not
     ///     read): every network fallback of the pages goes through it, with the cache policies of routes and requests;
     ///     logging out (``AppCookieJar/clear()``) empties it. nil: none (WebKit's own cache never sees a scheme
@@ -67,8 +71,9 @@ public final class SatchelWebContext: @unchecked Sendable {
         hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10, memoryLimit: Int? = nil,
         recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), cache: HTTPCache? = nil,
         dialogs: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil,
-        media: MediaPolicy = MediaPolicy()
+        media: MediaPolicy = MediaPolicy(), trials: (any TrialRecords)? = nil, trialJudging: TrialJudge.Configuration = TrialJudge.Configuration()
     ) throws {
+        court = trials.map { TrialCourt(engine: engine, records: $0, configuration: trialJudging) }
         self.media = media
         httpCache = cache
         dialogConfiguration = dialogs
@@ -137,12 +142,27 @@ public final class SatchelWebContext: @unchecked Sendable {
     /// navigation, 1 when the load finished).
     public var progressHandler: ((UnsafeMutablePointer<WebKitWebView>, Double) -> Void)?
     let dialogConfiguration: ScriptDialogs.Configuration
+    /// Told, on the main context's thread, of each trial a view decided (``TrialJudge``), after the store and every
+    /// view were brought in line: confirmed, or rolled back with its reason and the fallback loading.
+    public var trialHandler: ((UnsafeMutablePointer<WebKitWebView>, TrialReport) -> Void)?
+    /// The trials' rules and store; nil when the app judges no trials.
+    public let court: TrialCourt?
+
     /// What the context keeps for one view, for as long as it lives.
     private struct ViewParts {
         let recovery: ViewRecovery
         let dialogs: ViewDialogs
         let progress: ViewProgress
         let history: ViewHistory
+        let trial: ViewTrial?
+    }
+
+    /// Pools of warm views made here: a rollback drops their views that show the version rolled back.
+    private var pools: [WeakPool] = []
+    private struct WeakPool { weak var pool: WarmViewPool? }
+
+    func register(_ pool: WarmViewPool) {
+        pools = pools.filter { $0.pool != nil } + [WeakPool(pool: pool)]
     }
 
     /// Every view made here, by view.
@@ -178,6 +198,9 @@ public final class SatchelWebContext: @unchecked Sendable {
         case .never: WEBKIT_AUTOPLAY_DENY
         }
         let view = satchel_web_view_new(context, session, manager, autoplay)!
+        let trial = court.flatMap { court in
+            pageSetup.map { ViewTrial(view: view, manager: manager, context: self, court: court, handlerName: $0.trialHandlerName) }
+        }
         let settings = webkit_web_view_get_settings(view)
         webkit_settings_set_media_playback_requires_user_gesture(settings, self.media.autoplay == .never ? 1 : 0)
         webkit_settings_set_media_playback_allows_inline(settings, self.media.inlinePlayback ? 1 : 0)
@@ -189,9 +212,11 @@ public final class SatchelWebContext: @unchecked Sendable {
             webkit_settings_set_user_agent_with_application_details(webkit_web_view_get_settings(view), applicationName.name, applicationName.version)
         }
         let recovery = ViewRecovery(view: view, context: self, configuration: recoveryConfiguration)
+        let dialogs = ViewDialogs(view: view, context: self, recovery: recovery, configuration: dialogConfiguration)
         views[raw] = ViewParts(
-            recovery: recovery, dialogs: ViewDialogs(view: view, context: self, recovery: recovery, configuration: dialogConfiguration),
-            progress: ViewProgress(view: view, context: self), history: ViewHistory(view: view))
+            recovery: recovery, dialogs: dialogs, progress: ViewProgress(view: view, context: self), history: ViewHistory(view: view), trial: trial)
+        // The judge's load clock stops while the view is hidden or its page waits on a dialog.
+        trial?.paused = { [weak recovery, weak dialogs] in !(recovery?.visible ?? false) || (dialogs?.isWaiting ?? false) }
         satchel_weak_ref(raw, { data, object in
             guard let data, let object else { return }
             Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue().viewFinalized(object)
@@ -272,6 +297,38 @@ public final class SatchelWebContext: @unchecked Sendable {
     /// Carries the page's answer from the task back to the main context.
     private final class LockedOutcome: @unchecked Sendable {
         var png: Data?
+    }
+
+    // MARK: Trials
+
+    /// A view's recovery ended its page: its judge hears why.
+    func recovered(_ view: UnsafeMutablePointer<WebKitWebView>, reason: WebProcessRecovery.Reason) {
+        views[UnsafeMutableRawPointer(view)]?.trial?.recovery(reason)
+    }
+
+    /// A view's judge decided: the store and the engine first (``TrialCourt/carryOut(_:_:)``), then every view's judge
+    /// hears it, and after a rollback the fallback shows everywhere the version did: warm views that hold it are
+    /// dropped, every view showing the package loads its URL again (a hung one gets a new web process first), and
+    /// then the app is told.
+    func trialDecided(_ subject: TrialJudge.Subject, _ verdict: TrialJudge.Verdict, in deciding: UnsafeMutablePointer<WebKitWebView>) {
+        guard let court else { return }
+        let report = court.carryOut(subject, verdict)
+        for parts in views.values where parts.trial?.view != deciding { parts.trial?.settled(subject, verdict) }
+        if case .rolledBack(let failure) = verdict, report.serving != nil {
+            let shows = { (url: String) in court.showsPackage(subject.id, url: url) }
+            for pool in pools { pool.pool?.drop(where: shows) }
+            for raw in views.keys {
+                let view = raw.assumingMemoryBound(to: WebKitWebView.self)
+                guard let url = webkit_web_view_get_uri(view).map({ String(cString: $0) }), shows(url) else { continue }
+                if view == deciding, failure == .unresponsive || failure.why == TrialFailure.loadTimeout(nil).why {
+                    // Its process may still be spinning: a new one loads the fallback (the recovery reloads the URL).
+                    webkit_web_view_terminate_web_process(view)
+                } else {
+                    webkit_web_view_load_uri(view, url)
+                }
+            }
+        }
+        trialHandler?(deciding, report)
     }
 
     // MARK: Back navigation
@@ -386,6 +443,7 @@ public final class SatchelWebContext: @unchecked Sendable {
         // Dialogs first: answering them tells the view's recovery.
         parts.dialogs.viewGone()
         parts.recovery.viewGone()
+        parts.trial?.viewGone()
         ViewKey.forget(view)
     }
 

@@ -13,6 +13,8 @@ final class ViewDialogs {
     private var machine: ScriptDialogs
     /// WebKit's dialogs waiting for the app's answer (each referenced until closed).
     private var waiting: [Int: OpaquePointer] = [:]
+    /// Whether a dialog waits for its answer (the page's main thread waits with it).
+    var isWaiting: Bool { !waiting.isEmpty }
     private var alive = true
 
     init(view: UnsafeMutablePointer<WebKitWebView>, context: SatchelWebContext, recovery: ViewRecovery, configuration: ScriptDialogs.Configuration) {

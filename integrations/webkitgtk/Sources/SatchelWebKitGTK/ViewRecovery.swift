@@ -98,7 +98,7 @@ final class ViewRecovery {
     }
 
     /// Shown on screen: a view that is not mapped (a warm view in the pool, a hidden window) gets no hang verdict.
-    private var visible: Bool { gtk_widget_get_mapped(UnsafeMutableRawPointer(view).assumingMemoryBound(to: GtkWidget.self)) != 0 }
+    var visible: Bool { gtk_widget_get_mapped(UnsafeMutableRawPointer(view).assumingMemoryBound(to: GtkWidget.self)) != 0 }
 
     private var stoppedTasks = 0
 
@@ -158,6 +158,8 @@ final class ViewRecovery {
                 webkit_web_view_evaluate_javascript(view, script, -1, nil, nil, nil, nil, nil)
             case .report(let reason, let url, let recovery):
                 context.recoveryHandler?(RecoveryReport(view: view, reason: reason, url: url, recovery: recovery, tasksStopped: stoppedTasks))
+                // After the app heard it: a trial's verdict may reload the view with another version.
+                context.recovered(view, reason: reason)
             }
         }
     }

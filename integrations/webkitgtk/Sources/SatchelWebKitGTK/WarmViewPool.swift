@@ -41,10 +41,21 @@ public final class WarmViewPool {
         self.context = context
         self.capacity = max(0, capacity)
         self.refill = refill
+        context.register(self)
     }
 
     deinit {
         for entry in views { release(entry) }
+    }
+
+    /// Drops the views (warm or warming) that show a URL `shows` is true for, and warms replacements when the pool
+    /// refills by itself: after a rollback, a view that loaded a page of the version rolled back must not be handed out.
+    func drop(where shows: (String) -> Bool) {
+        let dropped = views.filter { entry in webkit_web_view_get_uri(entry.view).map { shows(String(cString: $0)) } ?? false }
+        guard !dropped.isEmpty else { return }
+        views.removeAll { entry in dropped.contains { $0 === entry } }
+        for entry in dropped { release(entry) }
+        if refill != .manual { warm() }
     }
 
     /// Views whose web process has started (their `about:blank` load finished).

@@ -21,7 +21,8 @@ struct SatchelWebview: ParsableCommand {
             Other URLs load normally. With --script, --screenshot or --timing it exits when done (0, or 1 when the load, the \
             script, the screenshot or the timing failed or --timeout passed); otherwise the window stays open. It needs a \
             display: use `xvfb-run -a satchel-webview …` headless. --json prints one object: url, title, result, screenshot, \
-            error, loadMs, tasks {started, active, stillActive (phase and URL of up to 20 unfinished tasks)}, and with --timing, timing {timeOriginMs, responseStartMs, \
+            error, loadMs, trial {id, version, decision (confirmed, rolled-back, undecided), why, detail, serving, fallbackPaintedMs} when \
+            the page is served from a version on trial (the viewer then exits once it judged the page and the fallback loaded), tasks {started, active, stillActive (phase and URL of up to 20 unfinished tasks)}, and with --timing, timing {timeOriginMs, responseStartMs, \
             domContentLoadedMs, loadEventMs, firstPaintMs, firstContentfulPaintMs, resources}, with --cache, cache {hits, misses, \
             revalidations, staleAnswers, stored, bytes, entries, hosts}.
             """)
@@ -50,6 +51,10 @@ struct SatchelWebview: ParsableCommand {
     var unresponsiveTimeout: Double = 5
     @Option(help: "Seconds a navigation may take to its load event before it is stopped and the view shows the offline page (recovery reason load-timeout); 0: no bound.")
     var loadTimeout: Double = 30
+    @Option(help: "Seconds a page of a version on trial must stay healthy after it loaded and painted (and called ready(), with --require-ready) before the trial is confirmed; an error of its own scripts meanwhile rolls it back.")
+    var trialGrace: Double = 3
+    @Flag(help: "Confirm a trial only once the page called window.satchel.ready() (within --load-timeout).")
+    var requireReady = false
     @Option(help: "Wait for this many recoveries (each through its load and first paint) before the report, which lists them (recoveries in --json).")
     var recoveries = 0
     @Option(help: "Terminate the web process with WebKit's API this many seconds after the script finished (a recovery follows).")
@@ -78,6 +83,7 @@ struct SatchelWebview: ParsableCommand {
         guard terminationWindow > 0, unresponsiveTimeout > 0 else { throw ValidationError("--termination-window and --unresponsive-timeout must be positive") }
         guard recoveries >= 0 else { throw ValidationError("--recoveries cannot be negative") }
         guard loadTimeout >= 0 else { throw ValidationError("--load-timeout cannot be negative") }
+        guard trialGrace >= 0 else { throw ValidationError("--trial-grace cannot be negative") }
         if let appName {
             do { _ = try ApplicationName(parsing: appName) } catch { throw ValidationError("--app-name: \(error)") }
         }
@@ -119,7 +125,11 @@ struct SatchelWebview: ParsableCommand {
         let satchel = try SatchelWebContext(
             engine: engine, policy: try upstream.policy(), fetcher: fetcher, hook: host.hookConfiguration(origins: origins), memoryLimit: memoryLimit,
             recovery: recovery, cache: try cacheOptions.open(mode: .private), applicationName: try appName.map { try ApplicationName(parsing: $0) },
-            media: MediaPolicy(autoplay: autoplay))
+            media: MediaPolicy(autoplay: autoplay), trials: packageStore,
+            trialJudging: TrialJudge.Configuration(
+                grace: .milliseconds(Int(trialGrace * 1000)),
+                // No bound on the load (0) still needs the judge to end one day: a day is as good as never here.
+                loadTimeout: .milliseconds(Int((loadTimeout > 0 ? loadTimeout : 86_400) * 1000)), requireReady: requireReady))
         if let dialogs {
             let delay = dialogDelay
             satchel.dialogHandler = { _, dialog, answer in

@@ -23,7 +23,19 @@ final class ViewerSession: @unchecked Sendable {
     let terminateAfter: Double?
     let events: EventLog?
     /// Exits when done (a script, screenshot, timing or recoveries were asked for); otherwise the window stays for a person.
-    var exitsWhenDone: Bool { script != nil || screenshot != nil || timing || awaitedRecoveries > 0 }
+    var exitsWhenDone: Bool { script != nil || screenshot != nil || timing || awaitedRecoveries > 0 || judged != nil }
+
+    /// The version on trial the opened page is served from (nil: none): the viewer waits for its verdict.
+    private var judged: TrialJudge.Subject?
+    /// The verdict is not in yet, or the fallback it loads has not loaded yet.
+    private var trialPending = false
+    /// After a rollback: the fallback's load is awaited (and when the verdict came, to time its first paint from).
+    private var fallbackSince: Date?
+    private var fallbackStarted = false
+    /// When the rollback's verdict came: the fallback's first paint is timed from it.
+    private var fallbackVerdictAt = Date()
+    /// The report was due while the trial was pending: it is printed once the trial settles.
+    private var finishDeferred = false
 
     /// Recoveries so far, as reported (`recoveries` in the report).
     private var recoveries: [[String: Any]] = []
@@ -77,8 +89,10 @@ final class ViewerSession: @unchecked Sendable {
     func start(timeout: Double) {
         let me = Unmanaged.passRetained(self).toOpaque()
         let loadChanged: @convention(c) (UnsafeMutableRawPointer?, WebKitLoadEvent, gpointer?) -> Void = { _, event, data in
+            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
+            if event == WEBKIT_LOAD_STARTED, session.fallbackSince != nil { session.fallbackStarted = true }
             guard event == WEBKIT_LOAD_FINISHED else { return }
-            Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue().loadFinished()
+            session.loadFinished()
         }
         _ = satchel_signal_connect(UnsafeMutableRawPointer(webView), "load-changed", unsafeBitCast(loadChanged, to: GCallback.self), me)
         let loadFailed: @convention(c) (UnsafeMutableRawPointer?, WebKitLoadEvent, UnsafePointer<CChar>?, UnsafeMutablePointer<GError>?, gpointer?) -> gboolean = { _, _, uri, error, data in
@@ -111,11 +125,21 @@ final class ViewerSession: @unchecked Sendable {
         }
         satchel.progressHandler = { [unowned self] _, value in self.events?.write("progress", ["value": value]) }
         registerBridgeHandlers()
+        if let subject = satchel.court?.subject(for: target) {
+            judged = subject
+            trialPending = true
+            report["trial"] = [
+                "id": subject.id.value, "version": subject.version.description, "decision": "undecided", "why": NSNull(), "detail": NSNull(),
+                "serving": NSNull(), "fallbackPaintedMs": NSNull(),
+            ] as [String: Any]
+        }
+        satchel.trialHandler = { [unowned self] _, decided in self.trialDecided(decided) }
         g_timeout_add_full(G_PRIORITY_DEFAULT, guint(timeout * 1000), { data in
             let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeUnretainedValue()
             if session.exitsWhenDone {
                 session.errors.append(session.waitingForRecoveries
-                    ? "timed out waiting for recoveries (\(session.recoveries.count) of \(session.awaitedRecoveries))" : "timed out")
+                    ? "timed out waiting for recoveries (\(session.recoveries.count) of \(session.awaitedRecoveries))"
+                    : session.trialPending ? "timed out waiting for the trial's verdict" : "timed out")
                 session.finish(timedOut: true)
             }
             return gboolean(G_SOURCE_REMOVE)
@@ -128,6 +152,13 @@ final class ViewerSession: @unchecked Sendable {
         if cancelledLoad {
             cancelledLoad = false
             return
+        }
+        // The fallback's own load: one that started after the verdict (the judged page's may still end meanwhile).
+        if let since = fallbackSince, fallbackStarted {
+            fallbackSince = nil
+            fallbackStarted = false
+            recovering = nil
+            return measureFallback(since: since)
         }
         if let recovering {
             self.recovering = nil
@@ -356,9 +387,65 @@ final class ViewerSession: @unchecked Sendable {
         }
     }
 
+    /// A view's judge decided the trial (``SatchelWebContext/trialHandler``): a confirmation settles it; a rollback
+    /// waits for the fallback's load.
+    private func trialDecided(_ decided: TrialReport) {
+        guard var entry = report["trial"] as? [String: Any], judged?.id == decided.id, judged?.version == decided.version else { return }
+        entry["decision"] = decided.decision
+        entry["why"] = decided.failure?.why ?? NSNull()
+        entry["detail"] = decided.failure?.detail ?? NSNull()
+        entry["serving"] = decided.serving?.description ?? NSNull()
+        report["trial"] = entry
+        events?.write("trial", entry)
+        if decided.failure != nil, decided.serving != nil {
+            fallbackSince = Date()
+        } else {
+            trialSettled()
+        }
+    }
+
+    /// The fallback loaded after a rollback: its first contentful paint, timed from the verdict.
+    private func measureFallback(since: Date) {
+        fallbackVerdictAt = since
+        let me = Unmanaged.passRetained(self).toOpaque()
+        webkit_web_view_call_async_javascript_function(webView, PageTiming.script, -1, nil, nil, nil, nil, { source, result, data in
+            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeRetainedValue()
+            var error: UnsafeMutablePointer<GError>?
+            let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
+            if let error {
+                session.errors.append("fallback timing failed: \(String(cString: error.pointee.message))")
+                g_error_free(error)
+            } else if let value {
+                let measured = ViewerSession.jsonObject(value) as? [String: Any] ?? [:]
+                g_object_unref(UnsafeMutableRawPointer(value))
+                if var entry = session.report["trial"] as? [String: Any] {
+                    entry["fallbackPaintedMs"] = PageTiming(measured, loadRequestedAt: session.fallbackVerdictAt)?.report["firstContentfulPaintMs"] ?? NSNull()
+                    session.report["trial"] = entry
+                }
+            }
+            session.trialSettled()
+        }, me)
+    }
+
+    private func trialSettled() {
+        trialPending = false
+        if !loaded {
+            // The page judged never finished loading (the fallback did): the rest of the run goes on in the fallback.
+            loaded = true
+            report["loadMs"] = Int(Date().timeIntervalSince(started) * 1000)
+            if exitsWhenDone { afterTiming() }
+            return
+        }
+        if finishDeferred { finish() }
+    }
+
     /// Prints the report and exits, once the driver's tasks have settled (or two seconds passed).
     private func finish(timedOut: Bool = false) {
         guard !finished else { return }
+        if !timedOut, trialPending {
+            finishDeferred = true
+            return
+        }
         if !timedOut, recoveries.count < awaitedRecoveries {
             waitingForRecoveries = true
             return
