@@ -82,6 +82,33 @@ struct CatalogRolloutTests {
         let old = try JSONDecoder().decode(OldWire.self, from: Data(catalog.canonicalBytes))
         #expect(old.schema == 1 && old.packages.map(\.version) == ["1.0.0"])
     }
+
+    @Test("watches round-trip canonically after rollouts, are omitted when none, and only name versions in packages, once")
+    func watches() throws {
+        let watch = ReleaseWatch(id: shop, version: v("1.1.0"), since: since)
+        let catalog = try Catalog(expires: since, packages: [entry("1.0.0"), entry("1.1.0")], serial: 7, watches: [watch])
+        #expect(try Catalog.decode(catalog.canonicalBytes) == catalog)
+        let text = String(decoding: catalog.canonicalBytes, as: UTF8.self)
+        #expect(text.hasSuffix(#""serial":7,"watches":[{"id":"shop","since":"2027-01-15T08:00:00Z","version":"1.1.0"}]}"#), "\(text)")
+        #expect(catalog.watch(of: entry("1.1.0")) == watch && catalog.watch(of: entry("1.0.0")) == nil)
+        #expect(!String(decoding: try catalog.with(watches: []).canonicalBytes, as: UTF8.self).contains("watches"))
+        // An updater of today decodes it and, as an older one, still reads the released version in packages.
+        struct OldWire: Decodable {
+            struct Entry: Decodable { let version: String }
+            let schema: Int
+            let packages: [Entry]
+        }
+        #expect(try JSONDecoder().decode(OldWire.self, from: Data(catalog.canonicalBytes)).packages.map(\.version) == ["1.0.0", "1.1.0"])
+        #expect(throws: CatalogError.invalidEntry("shop 1.2.0", reason: "is watched but not in packages")) {
+            try catalog.with(watches: [ReleaseWatch(id: shop, version: v("1.2.0"), since: since)])
+        }
+        #expect(throws: CatalogError.invalidEntry("shop 1.1.0", reason: "is watched twice")) { try catalog.with(watches: [watch, watch]) }
+        // A staged version is judged by its rollout's step, not a watch.
+        #expect(throws: CatalogError.invalidEntry("shop 1.2.0", reason: "is watched but not in packages")) {
+            try catalog.with(rollouts: [Rollout(entry: entry("1.2.0"), permille: 10, state: .staged, since: since)],
+                             watches: [watch, ReleaseWatch(id: shop, version: v("1.2.0"), since: since)])
+        }
+    }
 }
 
 @Suite("UpdatePlan with rollouts")
@@ -203,6 +230,46 @@ struct RolloutStatusTests {
         #expect(status.offered == 40 && status.installed == 22 && status.confirmed == 10 && status.failed == 4, "\(status)")
         #expect(abs(status.failureRate - 4.0 / 22) < 1e-9 && status.interval[0] < status.failureRate && status.interval[1] > status.failureRate)
         #expect(status.state == "staged" && status.percent == 10)
+        #expect(status.failuresByReason == ["trial": 4] && status.reasonsText == "trial 4" && status.since == since.description && !status.watched)
+    }
+
+    @Test("failures by reason: distinct devices per why, revoked left out, a report without why is trial, a device under its latest reason")
+    func reasons() throws {
+        let rollout = Rollout(entry: entry("1.1.0"), permille: 100, state: .staged, since: since)
+        let catalog = try Catalog(expires: since, packages: [entry("1.0.0")], rollouts: [rollout])
+        let at = since.secondsSinceEpoch
+        func failed(_ n: Int, _ why: String?, at offset: Int64 = 5) -> ReportRecord {
+            record(at + offset, [.init(id: shop, role: .failed, version: v("1.1.0"), token: token(n), why: why)])
+        }
+        var records = (0..<3).map { failed($0, "crashed") } + (3..<5).map { failed($0, "script-error") } + [failed(5, nil), failed(6, "revoked")]
+        // Reported twice under the same reason: one device. Reported later under another: counted there only.
+        records += [failed(0, "crashed", at: 6), failed(1, "unresponsive", at: 7)]
+        // Before the step began: not counted, whatever the reason.
+        records.append(failed(9, "load-timeout", at: -1))
+        let status = try #require(VersionStatus.compute(catalog, records: records).first { $0.version == "1.1.0" })
+        #expect(status.failuresByReason == ["crashed": 2, "unresponsive": 1, "script-error": 2, "trial": 1], "\(status.failuresByReason)")
+        #expect(status.failed == 6 && status.failuresByReason.values.reduce(0, +) == status.failed)
+        #expect(status.reasonsText == "crashed 2, script-error 2, trial 1, unresponsive 1")
+        let encoded = String(decoding: try JSONEncoder().encode(status), as: UTF8.self)
+        #expect(encoded.contains(#""failuresByReason":{"#) && encoded.contains(#""crashed":2"#), "\(encoded)")
+    }
+
+    @Test("a watched release counts reports since its watch began; an unwatched one counts them all")
+    func watchedCounting() throws {
+        let watch = ReleaseWatch(id: shop, version: v("1.1.0"), since: since)
+        let catalog = try Catalog(expires: since, packages: [entry("1.0.0"), entry("1.1.0")], watches: [watch])
+        let records = [
+            record(since.secondsSinceEpoch - 100, [.init(id: shop, role: .failed, version: v("1.1.0"), token: token(1), why: "crashed"),
+                                                  .init(id: shop, role: .active, version: v("1.0.0"), token: token(1), state: "confirmed")]),
+            record(since.secondsSinceEpoch + 1, [.init(id: shop, role: .active, version: v("1.1.0"), token: token(2), state: "confirmed"),
+                                                .init(id: shop, role: .active, version: v("1.0.0"), token: token(3), state: "confirmed")]),
+        ]
+        let rows = VersionStatus.compute(catalog, records: records)
+        let watched = try #require(rows.first { $0.version == "1.1.0" })
+        #expect(watched.watched && watched.state == "released" && watched.percent == 100 && watched.since == since.description)
+        #expect(watched.installed == 1 && watched.confirmed == 1 && watched.failed == 0 && watched.failuresByReason.isEmpty)
+        let plain = try #require(rows.first { $0.version == "1.0.0" })
+        #expect(!plain.watched && plain.since == nil && plain.confirmed == 2)
     }
 
     @Test("advance while clearly healthy, halt as soon as clearly failing, wait otherwise; applying starts a new step")
@@ -230,6 +297,42 @@ struct RolloutStatusTests {
         #expect(advanced.serial == 6 && advanced.rollouts[0].permille == 50 && advanced.rollouts[0].since == later)
         let released = try #require(try RolloutStep.apply(.release, to: rollout, in: catalog, now: later))
         #expect(released.rollouts.isEmpty && released.packages.map(\.version) == [v("1.0.0"), v("1.1.0")])
+        // Released by the automatic step: watched from that moment.
+        #expect(released.watches == [ReleaseWatch(id: shop, version: v("1.1.0"), since: later)])
         #expect(try RolloutStep.apply(.wait("x"), to: rollout, in: catalog, now: later) == nil)
+    }
+
+    @Test("a watched release: halted as a staged one would be (out of packages, halted at 100 %), its watch ended after enough confirmations")
+    func watchSteps() throws {
+        let watch = ReleaseWatch(id: shop, version: v("1.1.0"), since: since)
+        func status(_ failed: Int, _ installed: Int, confirmed: Int) -> VersionStatus {
+            let bounds = WilsonInterval.bounds(failures: failed, trials: installed)
+            return VersionStatus(id: "shop", version: "1.1.0", percent: 100, state: "released", offered: installed, installed: installed, confirmed: confirmed,
+                                 failed: failed, failureRate: installed == 0 ? 0 : Double(failed) / Double(installed), interval: [bounds.low, bounds.high])
+        }
+        // 30 % of 300 devices failing: the measured case that nothing used to stop.
+        #expect(WatchStep.decide(watch, status: status(90, 300, confirmed: 210), maxFailureRate: 0.05, confirmations: 200) == .halt)
+        #expect(WatchStep.decide(watch, status: status(0, 300, confirmed: 300), maxFailureRate: 0.05, confirmations: 200) == .end)
+        // Healthy so far, too few confirmations: it keeps watching, and says how far along it is.
+        guard case .watch(let why) = WatchStep.decide(watch, status: status(1, 150, confirmed: 149), maxFailureRate: 0.05, confirmations: 200) else {
+            Issue.record("too few confirmations must keep watching")
+            return
+        }
+        #expect(why.hasPrefix("149 of 200 confirmations"), "\(why)")
+        // Failures that do not yet clear the threshold neither halt nor end the watch, however many confirmed.
+        if case .watch = WatchStep.decide(watch, status: status(20, 300, confirmed: 280), maxFailureRate: 0.05, confirmations: 200) {} else {
+            Issue.record("a failure rate whose interval straddles the threshold must neither halt nor end the watch")
+        }
+
+        let catalog = try Catalog(expires: since, packages: [entry("1.0.0"), entry("1.1.0")], serial: 9, watches: [watch])
+        let later = Timestamp(secondsSinceEpoch: since.secondsSinceEpoch + 3600)
+        let halted = try #require(try WatchStep.apply(.halt, to: watch, in: catalog, now: later))
+        #expect(halted.serial == 10 && halted.packages.map(\.version) == [v("1.0.0")] && halted.watches.isEmpty)
+        #expect(halted.rollouts == [Rollout(entry: entry("1.1.0"), permille: 1000, state: .halted, since: later)])
+        let ended = try #require(try WatchStep.apply(.end, to: watch, in: catalog, now: later))
+        #expect(ended.serial == 10 && ended.packages.count == 2 && ended.watches.isEmpty && ended.rollouts.isEmpty)
+        #expect(try WatchStep.apply(.watch("x"), to: watch, in: catalog, now: later) == nil)
+        // A watch the catalog no longer holds (a person halted the version meanwhile) changes nothing.
+        #expect(try WatchStep.apply(.halt, to: watch, in: ended, now: later) == nil)
     }
 }

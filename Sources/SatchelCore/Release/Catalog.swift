@@ -25,15 +25,20 @@ public struct Catalog: Hashable, Sendable {
     /// Versions that are not (or no longer) for every device: staged, halted or revoked. A field older updaters
     /// ignore, which is the point: they never see these versions (docs/formats.md, "Rollouts").
     public let rollouts: [Rollout]
+    /// Versions in `packages` that `satchel rollout advance` still judges from device reports, and may halt (moving
+    /// them to `rollouts`). For the release side only: updaters never act on it (docs/formats.md, "Rollouts").
+    public let watches: [ReleaseWatch]
 
     public init(
-        expires: Timestamp, packages: [CatalogEntry], serial: Int64 = 0, reportURL: String? = nil, rollouts: [Rollout] = []
+        expires: Timestamp, packages: [CatalogEntry], serial: Int64 = 0, reportURL: String? = nil, rollouts: [Rollout] = [],
+        watches: [ReleaseWatch] = []
     ) throws(CatalogError) {
         schema = Self.schemaVersion
         self.expires = expires
         self.serial = serial
         self.reportURL = reportURL
         self.rollouts = rollouts.sorted { ($0.entry.id.value, $0.entry.version) < ($1.entry.id.value, $1.entry.version) }
+        self.watches = watches.sorted { ($0.id.value, $0.version) < ($1.id.value, $1.version) }
         guard serial >= 0 else { throw .invalidEntry("serial", reason: "\(serial) must not be negative") }
         if let reportURL, reportURL.isEmpty || reportURL.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
             throw .invalidEntry("reports", reason: "\(reportURL.debugDescription) is not a URL")
@@ -61,19 +66,33 @@ public struct Catalog: Hashable, Sendable {
                 throw .invalidEntry("\(entry.id) \(entry.version)", reason: "rollout permille \(rollout.permille) must be 0-999 while staged, 0-1000 otherwise")
             }
         }
+        // A watch only means something for a version every device may install: a staged one has its rollout's step.
+        var watched = Set<String>()
+        for watch in self.watches {
+            guard self.packages.contains(where: watch.watches) else {
+                throw .invalidEntry("\(watch.id) \(watch.version)", reason: "is watched but not in packages")
+            }
+            guard watched.insert("\(watch.id) \(watch.version)").inserted else {
+                throw .invalidEntry("\(watch.id) \(watch.version)", reason: "is watched twice")
+            }
+        }
     }
 
     /// The rollouts of `id`, oldest version first.
     public func rollouts(for id: PackageID) -> [Rollout] { rollouts.filter { $0.entry.id == id } }
 
-    /// The same catalog with other packages, rollouts or serial (every rule checked again).
+    /// The same catalog with other packages, rollouts, watches or serial (every rule checked again).
     public func with(
-        packages: [CatalogEntry]? = nil, rollouts: [Rollout]? = nil, serial: Int64? = nil, expires: Timestamp? = nil
+        packages: [CatalogEntry]? = nil, rollouts: [Rollout]? = nil, watches: [ReleaseWatch]? = nil, serial: Int64? = nil,
+        expires: Timestamp? = nil
     ) throws(CatalogError) -> Catalog {
         try Catalog(
             expires: expires ?? self.expires, packages: packages ?? self.packages, serial: serial ?? self.serial, reportURL: reportURL,
-            rollouts: rollouts ?? self.rollouts)
+            rollouts: rollouts ?? self.rollouts, watches: watches ?? self.watches)
     }
+
+    /// The watch on `entry`'s version, when it has one.
+    public func watch(of entry: CatalogEntry) -> ReleaseWatch? { watches.first { $0.watches(entry) } }
 
     /// Whether the catalog may no longer be trusted at `now`.
     public func isExpired(at now: Timestamp) -> Bool { now >= expires }
@@ -99,6 +118,7 @@ public struct Catalog: Hashable, Sendable {
         if serial > 0 { object["serial"] = .integer(serial) }
         if let reportURL { object["reports"] = .string(reportURL) }
         if !rollouts.isEmpty { object["rollouts"] = .array(rollouts.map(\.canonicalJSON)) }
+        if !watches.isEmpty { object["watches"] = .array(watches.map(\.canonicalJSON)) }
         return CanonicalJSON.object(object).bytes
     }
 
@@ -115,7 +135,8 @@ public struct Catalog: Hashable, Sendable {
         }
         return try Catalog(
             expires: wire.expires, packages: wire.packages.map(entry), serial: wire.serial ?? 0, reportURL: wire.reports,
-            rollouts: (wire.rollouts ?? []).map { Rollout(entry: entry($0.entry), permille: $0.permille, state: $0.state, since: $0.since) })
+            rollouts: (wire.rollouts ?? []).map { Rollout(entry: entry($0.entry), permille: $0.permille, state: $0.state, since: $0.since) },
+            watches: (wire.watches ?? []).map { ReleaseWatch(id: $0.id, version: $0.version, since: $0.since) })
     }
 
     private struct Wire: VersionedWire {
@@ -141,12 +162,18 @@ public struct Catalog: Hashable, Sendable {
             let state: RolloutState
             let since: Timestamp
         }
+        struct WatchWire: Decodable {
+            let id: PackageID
+            let version: SemanticVersion
+            let since: Timestamp
+        }
         let schema: Int
         let expires: Timestamp
         let packages: [Entry]
         let serial: Int64?
         let reports: String?
         let rollouts: [RolloutWire]?
+        let watches: [WatchWire]?
     }
 }
 

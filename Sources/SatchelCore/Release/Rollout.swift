@@ -59,6 +59,29 @@ public struct Rollout: Hashable, Sendable {
     }
 }
 
+/// A version released to every device that `satchel rollout advance` still judges from device reports, listed in the
+/// catalog's `watches` (docs/formats.md, "Rollouts"). Being released means older updaters install it too, so the only
+/// way to stop it is to take it out of `packages`; the watch is what lets the automatic step do that, as it halts a
+/// staged version, until enough devices have confirmed it.
+public struct ReleaseWatch: Hashable, Sendable {
+    public var id: PackageID
+    public var version: SemanticVersion
+    /// When the version was released to every device: reports before it are not counted (as a rollout's `since`).
+    public var since: Timestamp
+
+    public init(id: PackageID, version: SemanticVersion, since: Timestamp) {
+        self.id = id
+        self.version = version
+        self.since = since
+    }
+
+    public func watches(_ entry: CatalogEntry) -> Bool { entry.id == id && entry.version == version }
+
+    var canonicalJSON: CanonicalJSON {
+        .object(["id": .string(id.value), "version": .string(version.description), "since": .string(since.description)])
+    }
+}
+
 /// A device's standing towards each release, from a random install id that never leaves the device: its cohort
 /// (0-999, stable for the install, different per release, so the first 1 % are not the same devices every time) and
 /// its token (what it reports under, so one device counts once per release and cannot be followed across releases).

@@ -53,7 +53,8 @@ public struct ReportRecord: Hashable, Sendable {
 }
 
 /// What the reports say about each version of a catalog, counted by device (distinct tokens), from the moment the
-/// version's current rollout step began.
+/// version's current rollout step began, or its watch (a version released to everyone that `rollout advance` still
+/// judges).
 public struct VersionStatus: Hashable, Sendable, Codable {
     public var id: String
     public var version: String
@@ -70,14 +71,29 @@ public struct VersionStatus: Hashable, Sendable, Codable {
     public var failureRate: Double
     /// The failure rate's 95 % Wilson interval.
     public var interval: [Double]
+    /// The devices counted in `failed`, by the reason the device gave (its report's `why`; `trial` for reports from
+    /// before reasons), each device under the reason of its latest report, so the counts add up to `failed`.
+    public var failuresByReason: [String: Int] = [:]
+    /// When counting began (the rollout step's or the watch's start, RFC 3339); nil when every report counts.
+    public var since: String? = nil
+    /// Whether the version is released and watched: `rollout advance` may still halt it.
+    public var watched: Bool = false
+
+    /// `failuresByReason` as text, most frequent first: "crashed 3, script-error 2" ("" when none failed).
+    public var reasonsText: String {
+        failuresByReason.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    }
 
     public static func compute(_ catalog: Catalog, channel: ReleaseChannel? = nil, records: [ReportRecord]) -> [VersionStatus] {
         var rows: [VersionStatus] = []
         let versions: [(CatalogEntry, Rollout?)] = catalog.packages.map { ($0, nil) } + catalog.rollouts.map { ($0.entry, $0) }
         for (entry, rollout) in versions.sorted(by: { ($0.0.id.value, $0.0.version) < ($1.0.id.value, $1.0.version) }) {
             var offered = Set<String>(), installed = Set<String>(), confirmed = Set<String>(), failed = Set<String>()
+            var reasons: [String: (at: Timestamp, why: String)] = [:]
+            let watch = rollout == nil ? catalog.watch(of: entry) : nil
+            let since = rollout?.since ?? watch?.since
             // Strictly after: timestamps have whole seconds, so a report from the step's own second may predate it.
-            for record in records where rollout.map({ record.at > $0.since }) ?? true && (channel.map { record.report.channel == $0 } ?? true) {
+            for record in records where since.map({ record.at > $0 }) ?? true && (channel.map { record.report.channel == $0 } ?? true) {
                 for item in record.report.items where item.id == entry.id && item.version == entry.version {
                     switch item.role {
                     case .offered: offered.insert(item.token)
@@ -88,6 +104,8 @@ public struct VersionStatus: Hashable, Sendable, Codable {
                         guard item.why != "revoked" else { continue }
                         installed.insert(item.token)
                         failed.insert(item.token)
+                        if let seen = reasons[item.token], seen.at > record.at { continue }
+                        reasons[item.token] = (record.at, item.why ?? TrialFailure.trial.why)
                     }
                 }
             }
@@ -95,7 +113,8 @@ public struct VersionStatus: Hashable, Sendable, Codable {
             rows.append(VersionStatus(
                 id: entry.id.value, version: entry.version.description, percent: Double(rollout?.permille ?? 1000) / 10, state: rollout?.state.rawValue ?? "released",
                 offered: offered.count, installed: installed.count, confirmed: confirmed.count, failed: failed.count,
-                failureRate: installed.isEmpty ? 0 : Double(failed.count) / Double(installed.count), interval: [bounds.low, bounds.high]))
+                failureRate: installed.isEmpty ? 0 : Double(failed.count) / Double(installed.count), interval: [bounds.low, bounds.high],
+                failuresByReason: reasons.values.reduce(into: [:]) { $0[$1.why, default: 0] += 1 }, since: since?.description, watched: watch != nil))
         }
         return rows
     }
@@ -105,7 +124,7 @@ public struct VersionStatus: Hashable, Sendable, Codable {
 /// threshold, halt it as soon as it is clearly above, wait otherwise. Pure; `satchel rollout advance` applies it.
 public enum RolloutStep: Hashable, Sendable {
     case advance(to: Int)
-    /// Raised to 100 %: the version moves to `packages`, where every updater (older ones too) sees it.
+    /// Raised to 100 %: the version moves to `packages`, where every updater (older ones too) sees it, and is watched.
     case release
     case halt
     case wait(String)
@@ -139,7 +158,46 @@ public enum RolloutStep: Hashable, Sendable {
             return try catalog.with(rollouts: rollouts, serial: catalog.serial + 1)
         case .release:
             let entry = rollouts.remove(at: index).entry
-            return try catalog.with(packages: catalog.packages + [entry], rollouts: rollouts, serial: catalog.serial + 1)
+            return try catalog.with(
+                packages: catalog.packages + [entry], rollouts: rollouts,
+                watches: catalog.watches + [ReleaseWatch(id: entry.id, version: entry.version, since: now)], serial: catalog.serial + 1)
+        }
+    }
+}
+
+/// The automatic step of a watched release (a version in `packages` with a watch): halt it by the same rule as a
+/// staged version, which takes it out of `packages` (the only way to keep older updaters from installing it), or end
+/// the watch once enough devices confirmed it and the failure rate's interval lies below the threshold. Pure; `satchel rollout advance` applies it.
+public enum WatchStep: Hashable, Sendable {
+    /// Clearly failing: it moves to `rollouts`, halted at 100 %, so no new device gets it and devices on it keep it.
+    case halt
+    /// Enough devices confirmed it and its failure rate is clearly below the threshold: the watch ends.
+    case end
+    case watch(String)
+
+    public static func decide(_ watch: ReleaseWatch, status: VersionStatus, maxFailureRate: Double, confirmations: Int) -> WatchStep {
+        if status.interval[0] > maxFailureRate { return .halt }
+        // Ending the watch is the release's last check, so it asks as much as raising a staged share: clearly healthy,
+        // not merely not clearly failing.
+        guard status.confirmed >= confirmations, status.interval[1] < maxFailureRate else {
+            return .watch("\(status.confirmed) of \(confirmations) confirmations, " + String(
+                format: "failure rate %.4f, interval [%.4f, %.4f]", status.failureRate, status.interval[0], status.interval[1]))
+        }
+        return .end
+    }
+
+    /// The catalog after `step` (a new serial), or nil when it changes nothing.
+    public static func apply(_ step: WatchStep, to watch: ReleaseWatch, in catalog: Catalog, now: Timestamp) throws(CatalogError) -> Catalog? {
+        guard let entry = catalog.packages.first(where: watch.watches), catalog.watches.contains(watch) else { return nil }
+        let watches = catalog.watches.filter { $0 != watch }
+        switch step {
+        case .watch: return nil
+        case .end: return try catalog.with(watches: watches, serial: catalog.serial + 1)
+        case .halt:
+            return try catalog.with(
+                packages: catalog.packages.filter { !watch.watches($0) },
+                rollouts: catalog.rollouts + [Rollout(entry: entry, permille: 1000, state: .halted, since: now)], watches: watches,
+                serial: catalog.serial + 1)
         }
     }
 }
