@@ -52,6 +52,18 @@ struct RolloutCLITests {
             #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "100"] + edit).stdout == "released shop 1.1.0 to every device\n")
             now = try read(catalog)
             #expect(now.rollouts.isEmpty && now.packages.count == 2)
+            // Released to everyone, and watched from then on; a hand-made halt replaces the watch, and a second release
+            // watches it again.
+            #expect(now.watches.map(\.version.description) == ["1.1.0"])
+            #expect(try CLI.run(["rollout", "halt", "shop", "1.1.0"] + edit).status == 0)
+            now = try read(catalog)
+            #expect(now.watches.isEmpty && now.packages.count == 1 && now.rollouts.first?.state == .halted && now.rollouts.first?.permille == 1000)
+            #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "100"] + edit).status == 0)
+            #expect(try read(catalog).watches.map(\.version.description) == ["1.1.0"])
+            #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "50"] + edit).status == 0)
+            now = try read(catalog)
+            #expect(now.watches.isEmpty && now.rollouts.first?.state == .staged && now.rollouts.first?.permille == 500)
+            #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "100"] + edit).status == 0)
 
             // Refusals: exit 64 for bad usage, 1 for what is not there; the catalog unchanged either way.
             let before = try readBytes(catalog)
@@ -112,6 +124,87 @@ struct RolloutCLITests {
             #expect(second.status == 0 && second.stdout.contains(#""changed":false"#) && second.stdout.contains(#""action":"waiting""#), "\(second.stdout)")
             #expect(try read(catalog).rollouts.first?.permille == 50)
             #expect(try CLI.run(advance.dropLast(7) + ["--schedule", "5,1", "--max-failure-rate", "0.05"]).status == 64)
+        }
+    }
+
+    /// One report line: `items` from device `n`, received at `at`.
+    func reportLine(_ n: Int, at: Timestamp, _ items: (String) -> [DeviceReport.Item]) -> [UInt8] {
+        ReportRecord(at: at, via: "post", report: DeviceReport(channel: .production, items: items(String(format: "%016x", n)))).jsonLine
+    }
+
+    @Test("a release to everyone is watched: status counts failures by reason, advance halts a failing one out of packages and ends a healthy one's watch, --log appends each decision")
+    func watchedReleases() throws {
+        try withTemporaryFolder { folder throws in
+            let (catalog, key) = try publish(folder)
+            let edit = ["--catalog", catalog, "--sign-key", key]
+            for version in ["1.0.0", "1.1.0"] { #expect(try CLI.run(["rollout", "set", "shop", version, "--percent", "100"] + edit).status == 0) }
+            let watched = try read(catalog)
+            #expect(watched.watches.map(\.version.description) == ["1.0.0", "1.1.0"] && watched.packages.count == 2)
+            let since = try #require(watched.watches.map(\.since).max())
+            let at = Timestamp(secondsSinceEpoch: since.secondsSinceEpoch + 1)
+            let shop = try PackageID("shop"), v100 = try SemanticVersion("1.0.0"), v110 = try SemanticVersion("1.1.0")
+            var lines: [UInt8] = []
+            // 1.1.0: 70 devices confirmed it, 20 crashed, 10 hit a script error. 1.0.0: 60 confirmed.
+            for n in 0..<100 {
+                lines += reportLine(n, at: at) { token in
+                    n < 70 ? [.init(id: shop, role: .active, version: v110, token: token, state: "confirmed")]
+                        : [.init(id: shop, role: .failed, version: v110, token: token, why: n < 90 ? "crashed" : "script-error")]
+                }
+                if n < 60 { lines += reportLine(1000 + n, at: at) { [.init(id: shop, role: .active, version: v100, token: $0, state: "confirmed")] } }
+            }
+            let reports = folder + "/reports.jsonl"
+            try Data(lines).write(to: URL(fileURLWithPath: reports))
+
+            let status = try CLI.run(["rollout", "status", "--catalog", catalog, "--reports", reports, "--json"])
+            let versions = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["versions"] as? [[String: Any]] ?? []
+            let row = try #require(versions.first { $0["version"] as? String == "1.1.0" }, "\(status.stdout)\(status.stderr)")
+            #expect(row["failuresByReason"] as? [String: Int] == ["crashed": 20, "script-error": 10] && row["watched"] as? Bool == true)
+            #expect(row["failed"] as? Int == 30 && row["state"] as? String == "released" && row["since"] as? String == watched.watches[1].since.description)
+            let table = try CLI.run(["rollout", "status", "--catalog", catalog, "--reports", reports])
+            #expect(table.stdout.contains("released*") && table.stdout.contains("crashed 20, script-error 10"), "\(table.stdout)")
+
+            // The log already holds a line: it is appended to, never truncated.
+            let log = folder + "/decisions.jsonl"
+            try Data("{\"earlier\":true}\n".utf8).write(to: URL(fileURLWithPath: log))
+            let advance = ["rollout", "advance", "--reports", reports, "--schedule", "1,5,25,100", "--max-failure-rate", "0.1", "--log", log, "--json"] + edit
+            while Int64(Date().timeIntervalSince1970) < at.secondsSinceEpoch + 1 { usleep(100_000) }
+            let first = try CLI.run(advance + ["--confirmations", "100"])
+            #expect(first.status == 0, "\(first.stderr)")
+            let result = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any]
+            let steps = result?["steps"] as? [[String: Any]] ?? []
+            #expect(result?["changed"] as? Bool == true && steps.map { "\($0["version"]!) \($0["action"]!)" } == ["1.0.0 watching", "1.1.0 halted"], "\(first.stdout)")
+            #expect((steps.first?["reason"] as? String)?.hasPrefix("60 of 100 confirmations") == true, "\(steps)")
+            // Halted: out of packages (older updaters stop offering it), halted at 100 % in rollouts (devices on it keep it).
+            var now = try read(catalog)
+            #expect(now.packages.map(\.version) == [v100] && now.rollouts.map(\.state) == [.halted] && now.rollouts.first?.permille == 1000)
+            #expect(now.watches.map(\.version) == [v100])
+
+            var logged = String(decoding: try readBytes(log), as: UTF8.self).split(separator: "\n").map(String.init)
+            #expect(logged.count == 3 && logged[0] == "{\"earlier\":true}", "\(logged)")
+            let halt = try #require(try JSONSerialization.jsonObject(with: Data(logged[2].utf8)) as? [String: Any])
+            #expect(Set(halt.keys) == ["at", "serial", "id", "version", "action", "to", "reason", "maxFailureRate", "status"], "\(halt.keys)")
+            #expect(halt["action"] as? String == "halted" && halt["version"] as? String == "1.1.0" && halt["to"] is NSNull && halt["reason"] is String)
+            #expect(halt["serial"] as? Int == Int(now.serial) && halt["maxFailureRate"] as? Double == 0.1)
+            #expect(((halt["status"] as? [String: Any])?["failuresByReason"] as? [String: Int]) == ["crashed": 20, "script-error": 10])
+            #expect(try Timestamp(rfc3339: halt["at"] as? String ?? "") <= Timestamp(secondsSinceEpoch: Int64(Date().timeIntervalSince1970)))
+            let watching = try #require(try JSONSerialization.jsonObject(with: Data(logged[1].utf8)) as? [String: Any])
+            #expect(watching["action"] as? String == "watching" && watching["to"] is NSNull && watching["serial"] as? Int == Int(now.serial))
+
+            // Fewer confirmations asked: 1.0.0's 60 devices, none failed (upper bound 0.06), are enough, and its watch ends.
+            let second = try CLI.run(advance + ["--confirmations", "50"])
+            #expect(second.status == 0 && second.stdout.contains(#""action":"watch-ended""#), "\(second.stdout)\(second.stderr)")
+            now = try read(catalog)
+            #expect(now.watches.isEmpty && now.packages.map(\.version) == [v100])
+            logged = String(decoding: try readBytes(log), as: UTF8.self).split(separator: "\n").map(String.init)
+            #expect(logged.count == 4 && logged[3].contains(#""action":"watch-ended""#))
+            // Nothing left to judge: nothing changes, nothing is logged.
+            let third = try CLI.run(advance + ["--confirmations", "50"])
+            #expect(third.status == 0 && third.stdout.contains(#""changed":false"#) && third.stdout.contains(#""steps":[]"#), "\(third.stdout)")
+            #expect(String(decoding: try readBytes(log), as: UTF8.self).split(separator: "\n").count == 4)
+            #expect(try CLI.run(advance + ["--confirmations", "0"]).status == 64)
+            let unwritable = try CLI.run(["rollout", "advance", "--reports", reports, "--schedule", "1,100", "--max-failure-rate", "0.05",
+                                          "--log", folder + "/missing/log.jsonl"] + edit)
+            #expect(unwritable.status == 1 && unwritable.stderr.contains("cannot open the log"), "\(unwritable.stderr)")
         }
     }
 }
