@@ -26,11 +26,10 @@ public struct RolloutReport: Hashable, Sendable {
     public struct Version: Hashable, Sendable {
         /// As `satchel rollout status` gives it.
         public var status: VersionStatus
-        /// Devices whose report says the version failed there, by the reason given (`revoked` is not a failure), most
-        /// first.
+        /// `status.failuresByReason` in the order the page lists it: most devices first.
         public var failuresByReason: [ReasonCount]
-        /// When the rollout's current step began: `status` counts only reports received after it. Nil for a version
-        /// released to every device, which counts every report.
+        /// `status.since` read: when the rollout's current step or the release's watch began, after which `status`
+        /// counts reports; nil when it counts every report.
         public var since: Timestamp?
         /// Over every report, whatever step: how the version spread.
         public var allReports: [Point]
@@ -107,16 +106,9 @@ public struct RolloutReport: Hashable, Sendable {
         let statuses = VersionStatus.compute(catalog, records: sorted)
         let events = (log?.events ?? []).sorted { $0.at < $1.at }
         let bins = TimeBins.covering(sorted.map(\.at) + events.map(\.at))
-        // The same counting over every report: each rollout's step taken to begin before the first report.
-        let everything: Catalog = {
-            guard let first = sorted.first?.at else { return catalog }
-            let rollouts = catalog.rollouts.map { rollout in
-                var copy = rollout
-                copy.since = Timestamp(secondsSinceEpoch: first.secondsSinceEpoch - 1)
-                return copy
-            }
-            return (try? catalog.with(rollouts: rollouts)) ?? catalog
-        }()
+        // The same counting over every report: each version as if released to everyone, which counts every report,
+        // whatever step or watch the catalog says counting began at.
+        let everything = (try? Catalog(expires: catalog.expires, packages: catalog.packages + catalog.rollouts.map(\.entry), serial: catalog.serial)) ?? catalog
         var allReports: [[Point]] = Array(repeating: [], count: statuses.count)
         var currentStep: [[Point]] = Array(repeating: [], count: statuses.count)
         if let bins, !sorted.isEmpty {
@@ -132,13 +124,11 @@ public struct RolloutReport: Hashable, Sendable {
                 }
             }
         }
-        let reasons = FailureReasons.count(catalog, records: sorted)
         let versions = statuses.enumerated().map { index, status in
-            let since = catalog.rollouts.first { $0.entry.id.value == status.id && $0.entry.version.description == status.version }?.since
-            let byReason = (reasons[VersionKey(id: status.id, version: status.version)] ?? [:])
-                .map { ReasonCount(reason: $0.key, count: $0.value) }
-                .sorted { ($1.count, $0.reason) < ($0.count, $1.reason) }
-            return Version(status: status, failuresByReason: byReason, since: since, allReports: allReports[index], currentStep: currentStep[index])
+            Version(
+                status: status,
+                failuresByReason: status.failuresByReason.map { ReasonCount(reason: $0.key, count: $0.value) }.sorted { ($1.count, $0.reason) < ($0.count, $1.reason) },
+                since: status.since.flatMap { try? Timestamp(rfc3339: $0) }, allReports: allReports[index], currentStep: currentStep[index])
         }
         let threshold: Threshold? =
             if let maxFailureRate { Threshold(value: maxFailureRate, source: .option) } else {
@@ -162,27 +152,5 @@ public struct RolloutReport: Hashable, Sendable {
         self.events = events
         self.badLogLines = badLogLines
         self.threshold = threshold
-    }
-}
-
-struct VersionKey: Hashable {
-    let id: String
-    let version: String
-}
-
-/// Failed devices by the reason they give. VersionStatus does not count these yet; this counts exactly the devices
-/// its `failed` does (same window, `revoked` left out), split by `why`.
-enum FailureReasons {
-    static func count(_ catalog: Catalog, records: [ReportRecord]) -> [VersionKey: [String: Int]] {
-        let since = Dictionary(catalog.rollouts.map { (VersionKey(id: $0.entry.id.value, version: $0.entry.version.description), $0.since) }) { a, _ in a }
-        var tokens: [VersionKey: [String: Set<String>]] = [:]
-        for record in records {
-            for item in record.report.items where item.role == .failed && item.why != "revoked" {
-                let key = VersionKey(id: item.id.value, version: item.version.description)
-                if let start = since[key], !(record.at > start) { continue }
-                tokens[key, default: [:]][item.why ?? "unknown", default: []].insert(item.token)
-            }
-        }
-        return tokens.mapValues { $0.mapValues(\.count) }
     }
 }

@@ -65,7 +65,7 @@ public enum RolloutReportPage {
             return
         }
         page.add("<p class=\"note\">As <code>satchel rollout status</code> counts: distinct devices, over the reports received since ")
-        page.add("the version's current step began (every report for a released version).</p>")
+        page.add("the version's current step or watch began (every report for a release no longer watched).</p>")
         page.add("<table id=\"versions\"><thead><tr><th>id</th><th>version</th><th>state</th><th class=\"n\">share</th>")
         page.add("<th class=\"n\">offered</th><th class=\"n\">installed</th><th class=\"n\">confirmed</th><th class=\"n\">failed</th>")
         page.add("<th class=\"n\">failure rate</th><th class=\"n\">95 % interval</th><th>counted since</th></tr></thead><tbody>")
@@ -74,7 +74,8 @@ public enum RolloutReportPage {
             let above = report.threshold.map { s.interval[0] > $0.value } ?? false
             page.add("<tr class=\"version-row\(above ? " above" : "")\" id=\"version-row-\(index)\" data-id=\"\(e(s.id))\" data-version=\"\(e(s.version))\">")
             page.add("<td>\(e(s.id))</td><td><a href=\"#version-\(index)\">\(e(s.version))</a></td>")
-            page.add("<td data-field=\"state\" data-value=\"\(e(s.state))\"><span class=\"state \(e(s.state))\">\(e(s.state))</span></td>")
+            page.add("<td data-field=\"state\" data-value=\"\(e(s.state))\" data-watched=\"\(s.watched)\"><span class=\"state \(e(s.state))\">\(e(s.state))</span>")
+            page.add(s.watched ? " <span class=\"state watched\">watched</span></td>" : "</td>")
             page.add("<td class=\"n\" data-field=\"percent\" data-value=\"\(s.percent)\">\(e(Rollout.percentText(s.percent))) %</td>")
             for (field, value) in [("offered", s.offered), ("installed", s.installed), ("confirmed", s.confirmed), ("failed", s.failed)] {
                 page.add("<td class=\"n\" data-field=\"\(field)\" data-value=\"\(value)\">\(value)</td>")
@@ -90,14 +91,16 @@ public enum RolloutReportPage {
     private static func section(_ version: RolloutReport.Version, index: Int, report: RolloutReport, into page: inout Page) {
         let s = version.status
         page.add("<section class=\"version\" id=\"version-\(index)\" data-id=\"\(e(s.id))\" data-version=\"\(e(s.version))\">")
-        page.add("<h2>\(e(s.id)) \(e(s.version)) <span class=\"state \(e(s.state))\">\(e(s.state))</span> at \(e(Rollout.percentText(s.percent))) %</h2>")
+        page.add("<h2>\(e(s.id)) \(e(s.version)) <span class=\"state \(e(s.state))\">\(e(s.state))</span>\(s.watched ? " <span class=\"state watched\">watched</span>" : "") ")
+        page.add("at \(e(Rollout.percentText(s.percent))) %</h2>")
         page.add("<p class=\"numbers\">\(s.installed) installed, \(s.confirmed) confirmed, \(s.failed) failed: failure rate ")
         page.add("<strong>\(percent(s.failureRate))</strong>, 95 % interval \(percent(s.interval[0])) – \(percent(s.interval[1]))")
         if let threshold = report.threshold {
             let verdict = s.interval[0] > threshold.value ? "clearly above" : s.interval[1] < threshold.value ? "clearly below" : "not yet clearly above or below"
             page.add(", <span class=\"verdict\">\(verdict)</span> the threshold of \(percent(threshold.value))")
         }
-        page.add(version.since.map { "; counted since \(e($0.description)), when the current step began.</p>" } ?? "; counted over every report.</p>")
+        let began = s.watched ? "its watch" : "the current step"
+        page.add(version.since.map { "; counted since \(e($0.description)), when \(began) began.</p>" } ?? "; counted over every report.</p>")
         if let bins = report.bins, !version.allReports.isEmpty {
             let marks = report.events.filter { $0.id == s.id && $0.version == s.version && $0.changesRollout }
             page.add("<div class=\"plots\"><figure>")
@@ -108,9 +111,9 @@ public enum RolloutReportPage {
             page.add(ratePlot(version, bins: bins, marks: marks, threshold: report.threshold?.value, index: index))
             page.add("<figcaption><span class=\"key rate\"></span>failure rate <span class=\"key band\"></span>95 % interval")
             page.add(report.threshold == nil ? "" : " <span class=\"key threshold\"></span>threshold")
-            page.add(": counted as the summary counts, since the current step began.</figcaption></figure></div>")
+            page.add(": counted as the summary counts, since the current step or watch began.</figcaption></figure></div>")
         }
-        page.add("<h3>Failures by reason</h3>")
+        page.add("<h3>Failures by reason</h3><p class=\"note\">Each failed device under the reason of its latest report: they add up to the failed count.</p>")
         if version.failuresByReason.isEmpty {
             page.add("<p class=\"empty\" data-field=\"failuresByReason\" data-total=\"0\">No device reports it failed.</p>")
         } else {
@@ -130,7 +133,8 @@ public enum RolloutReportPage {
     private static func events(_ report: RolloutReport, into page: inout Page) {
         guard report.sources.log != nil else { return }
         page.add("<section id=\"decisions\"><h2>Rollout decisions</h2>")
-        let shown = report.events.filter { $0.action != "waiting" }
+        // A run that changes nothing still writes a line per version it judged: listing those would bury the steps.
+        let shown = report.events.filter { !["waiting", "watching"].contains($0.action) }
         let waiting = report.events.count - shown.count
         if shown.isEmpty {
             page.add("<p class=\"empty\" id=\"no-decisions\">The log holds no decision that changed a rollout.</p>")
@@ -148,7 +152,10 @@ public enum RolloutReportPage {
             }
             page.add("</tbody></table>")
         }
-        if waiting > 0 { page.add("<p class=\"note\" id=\"waiting\" data-value=\"\(waiting)\">\(waiting) decision\(waiting == 1 ? "" : "s") to wait not listed.</p>") }
+        if waiting > 0 {
+            page.add("<p class=\"note\" id=\"waiting\" data-value=\"\(waiting)\">\(waiting) decision\(waiting == 1 ? "" : "s") to wait or go on watching ")
+            page.add("not listed.</p>")
+        }
         if report.badLogLines > 0 {
             page.add("<p class=\"note\">\(report.badLogLines) line\(report.badLogLines == 1 ? "" : "s") of the log did not read as a decision and ")
             page.add("\(report.badLogLines == 1 ? "is" : "are") left out.</p>")
@@ -188,7 +195,7 @@ public enum RolloutReportPage {
 
     private static func decorate(_ plot: inout SVGPlot, marks: [RolloutLogEvent], since: Timestamp?, bins: TimeBins) {
         if let since, since >= bins.start, since <= bins.end {
-            plot.mark(at: seconds(since), cssClass: "since", glyph: "", label: "current step began \(since.description)")
+            plot.mark(at: seconds(since), cssClass: "since", glyph: "", label: "counting began \(since.description)")
         }
         for event in marks {
             let glyph = switch event.action {
@@ -203,7 +210,7 @@ public enum RolloutReportPage {
 
     private static func legendOfMarks(_ marks: [RolloutLogEvent], since: Timestamp?) -> String {
         var parts: [String] = []
-        if since != nil { parts.append("<span class=\"key since\"></span>current step began") }
+        if since != nil { parts.append("<span class=\"key since\"></span>counting began (step or watch)") }
         let actions = Set(marks.map(\.action))
         for (action, glyph) in [("advanced", "A"), ("released", "R"), ("halted", "H")] where actions.contains(action) {
             parts.append("<span class=\"key \(action)\"></span>\(glyph): \(action)")
@@ -249,7 +256,7 @@ public enum RolloutReportPage {
         th{font-weight:600;background:#f7fafc}.n{text-align:right;font-variant-numeric:tabular-nums}tr.above td{background:#fff5f5}
         .state,.action{display:inline-block;padding:0 6px;border-radius:3px;font-size:.85em;background:#edf2f7}
         .state.halted,.state.revoked,.action.halted{background:#fed7d7;color:#9b2c2c}.state.released,.action.released{background:#bee3f8;color:#2a4365}
-        .state.staged,.action.advanced{background:#c6f6d5;color:#22543d}
+        .state.staged,.action.advanced{background:#c6f6d5;color:#22543d}.state.watched{background:#fefcbf;color:#744210}
         section.version{border-top:2px solid #e2e8f0;margin-top:1.5em}.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px}
         figure{margin:0}figcaption{font-size:.85em;color:#4a5568}svg.plot{width:100%;height:auto;display:block;background:#fff}
         .grid{stroke:#edf2f7}.axis{stroke:#a0aec0}.tick-mark{stroke:#a0aec0}.tick{font-size:11px;fill:#4a5568}.tick.y{text-anchor:end;dominant-baseline:middle}

@@ -64,6 +64,7 @@ struct RolloutReportPageTests {
         let reasons = try #require(report.versions.first { $0.status.version == "1.1.0" }).failuresByReason
         #expect(reasons == [.init(reason: "crashed", count: 3), .init(reason: "trial", count: 2)])
         #expect(reasons.map(\.count).reduce(0, +) == staged.failed)
+        #expect(Dictionary(uniqueKeysWithValues: reasons.map { ($0.reason, $0.count) }) == staged.failuresByReason)
         #expect(html.contains("<tr data-reason=\"crashed\" data-count=\"3\">") && !html.contains("data-reason=\"revoked\""))
         #expect(html.contains("id=\"threshold\" data-value=\"0.05\" data-source=\"option\""))
         // The interval's lower bound (about 11 %) is above 5 %: the row is marked.
