@@ -48,6 +48,19 @@ public final class SatchelWebViews {
     public var hookScript: String? { pageSetup?.script }
     /// The origins the hook serves: native code calls into a view only while it shows one.
     public var appOrigins: [String] { pageSetup?.origins ?? [] }
+    /// The judges of releases on trial (nil when the app passed no store).
+    public let trials: WebContentTrials?
+    /// Told of each trial a view decided, after the store and every view were brought in line.
+    public var trialHandler: ((WKWebView, TrialReport) -> Void)?
+    private let trialMessages: SatchelTrialMessageHandler?
+    private let terminate: ((WKWebView) -> Void)?
+    private var pools: [WeakPool] = []
+
+    private final class WeakPool {
+        weak var pool: WarmWebViewPool?
+        init(_ pool: WarmWebViewPool) { self.pool = pool }
+    }
+
     private let bodies: SatchelBodyMessageHandler
     private let bridgeMessages: SatchelBridgeMessageHandler?
     private var views: [WeakView] = []
@@ -62,6 +75,10 @@ public final class SatchelWebViews {
     ///     `CachingFetcher` (private mode) for the app's HTTP cache: logging out (``AppCookieJar/clear()``) then
     ///     empties it too.
     ///   - ephemeral: a data store that keeps nothing on disk (cookies included).
+    ///   - trials: where the versions on trial are (the app's `PackageStore`): each view judges a page served from a
+    ///     version on trial (``TrialJudge``, ``trials``) and confirms it, or rolls it back with its reason and shows
+    ///     the fallback in every view; it needs the hook. nil: no judging.
+    ///   - trialJudging: the judge's grace period, load timeout, thresholds and whether `ready()` is required.
     ///   - terminate: what to do with a view whose page stopped answering (Apple's WebKit cannot terminate a web
     ///     process); nil turns the heartbeat off (see ``WebContentRecovery``).
     /// - Throws: ``CustomSchemeError`` for a custom scheme WebKit handles itself (registering it would raise an
@@ -70,8 +87,9 @@ public final class SatchelWebViews {
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher, hook: HookScript.Configuration?, ephemeral: Bool = false,
         recovery configuration: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), terminate: ((WKWebView) -> Void)? = nil,
         dialogs dialogConfiguration: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil,
-        media: MediaPolicy = MediaPolicy()
+        media: MediaPolicy = MediaPolicy(), trials records: (any TrialRecords)? = nil, trialJudging: TrialJudge.Configuration = TrialJudge.Configuration()
     ) throws(CustomSchemeError) {
+        self.terminate = terminate
         self.media = media
         try CustomSchemeCheck.check(engine.configuration.customSchemes) { WKWebView.handlesURLScheme($0) }
         self.engine = engine
@@ -90,6 +108,10 @@ public final class SatchelWebViews {
         let recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
         self.recovery = recovery
         dialogs = SatchelDialogs(recovery: recovery, configuration: dialogConfiguration)
+        let trials = records.map { WebContentTrials(court: TrialCourt(engine: engine, records: $0, configuration: trialJudging)) }
+        self.trials = trials
+        let pageSetup = layer.pageSetup
+        trialMessages = trials.flatMap { trials in pageSetup.map { SatchelTrialMessageHandler(pageSetup: $0, trials: trials) } }
         self.applicationName = applicationName
         let responseCache = fetcher.responseCache
         self.responseCache = responseCache
@@ -99,6 +121,8 @@ public final class SatchelWebViews {
             Task { @MainActor in self?.cookiesChanged() }
         }
         cookies.observe(jarChanged)
+        recovery.recovered = { [weak trials] webView, reason in trials?.recovered(webView, reason: reason) }
+        trials?.decided = { [weak self] webView, subject, verdict in self?.trialDecided(subject, verdict, in: webView) }
     }
 
     /// A new view on the shared data store and process pool, guarded by ``recovery``.
@@ -117,6 +141,7 @@ public final class SatchelWebViews {
             content.addUserScript(WKUserScript(source: pageSetup.script, injectionTime: .atDocumentStart, forMainFrameOnly: false))
             content.addScriptMessageHandler(bodies, contentWorld: .page, name: pageSetup.bodyHandlerName)
             if let bridgeMessages { content.addScriptMessageHandler(bridgeMessages, contentWorld: .page, name: pageSetup.bridgeHandlerName) }
+            if let trialMessages { content.add(trialMessages, contentWorld: .page, name: pageSetup.trialHandlerName) }
         }
         configuration.userContentController = content
         // Appended to WebKit's own user agent: pages and the requests the view makes carry the same one.
@@ -133,6 +158,7 @@ public final class SatchelWebViews {
         let webView = WKWebView(frame: .zero, configuration: configuration)
         webView.uiDelegate = dialogs
         recovery.attach(webView)
+        trials?.attach(webView)
         views = views.filter { $0.view != nil } + [WeakView(webView)]
         return webView
     }
@@ -143,6 +169,41 @@ public final class SatchelWebViews {
     public func didStartProvisionalNavigation(_ webView: WKWebView) {
         recovery.didStartProvisionalNavigation(webView)
         progress.didStartProvisionalNavigation(webView)
+        trials?.didStartProvisionalNavigation(webView)
+    }
+
+    /// From `webView(_:decidePolicyFor:decisionHandler:)` with a navigation response (before the app's decision): the
+    /// main frame's status is the entry document's, which a trial's judge reads.
+    public func navigationResponse(_ webView: WKWebView, _ response: WKNavigationResponse) {
+        trials?.navigationResponse(webView, response)
+    }
+
+    /// A pool of warm views made by ``makeWebView()``: a rollback drops its views that show the version rolled back.
+    public func register(_ pool: WarmWebViewPool) {
+        pools = pools.filter { $0.pool != nil } + [WeakPool(pool)]
+    }
+
+    /// A view's judge decided: the store and the engine first (``TrialCourt/carryOut(_:_:)``), then the other views'
+    /// judges; after a rollback, warm views showing the package are dropped and every view showing it loads its URL
+    /// again (a hung one is handed to `terminate` first, when the app gave it), and then the app is told.
+    private func trialDecided(_ subject: TrialJudge.Subject, _ verdict: TrialJudge.Verdict, in deciding: WKWebView) {
+        guard let trials else { return }
+        let court = trials.court
+        let report = court.carryOut(subject, verdict)
+        trials.settle(subject, verdict, except: deciding)
+        if let failure = report.failure, report.serving != nil {
+            let shows = { (url: String) in court.showsPackage(subject.id, url: url) }
+            for pool in pools { pool.pool?.drop(where: shows) }
+            for view in views.compactMap(\.view) {
+                guard let url = view.url, shows(url.absoluteString) else { continue }
+                if view === deciding, failure == .unresponsive || failure.why == TrialFailure.loadTimeout(nil).why, let terminate {
+                    terminate(view)
+                } else {
+                    view.load(URLRequest(url: url))
+                }
+            }
+        }
+        trialHandler?(deciding, report)
     }
 
     /// From `webView(_:didFinish:)`: the load finished; the first page a view shows becomes its root, and the text
@@ -150,6 +211,7 @@ public final class SatchelWebViews {
     public func didFinish(_ webView: WKWebView) {
         recovery.didFinish(webView)
         progress.didFinish(webView)
+        trials?.didFinish(webView)
         histories[ObjectIdentifier(webView), default: BackNavigation()].committed(
             url: webView.url?.absoluteString ?? "", backLength: webView.backForwardList.backList.count)
         webView.evaluateJavaScript(BackNavigation.textSizeReset, completionHandler: nil)

@@ -77,6 +77,14 @@ public final class WarmWebViewPool {
         if refill == .onGiveBack { warm() }
     }
 
+    /// Drops the waiting views that show a URL `shows` is true for (after a rollback, a view that loaded a page of
+    /// the version rolled back must not be handed out), and warms replacements unless the pool refills by hand.
+    public func drop(where shows: (String) -> Bool) {
+        let before = views.count
+        views.removeAll { entry in entry.view.url.map { shows($0.absoluteString) } ?? false }
+        if views.count < before, refill != .manual { warm() }
+    }
+
     /// Empties the pool (memory warning, background).
     public func drain() { views = [] }
 }

@@ -33,6 +33,8 @@ public final class WebContentRecovery {
     public let driver: SchemeTaskDriver
     public let engine: ResourceEngine
     public var onRecovery: ((Report) -> Void)?
+    /// Told after the app: the view's judge of a trial hears why its page ended (``SatchelWebViews`` sets it).
+    var recovered: ((WKWebView, WebProcessRecovery.Reason) -> Void)?
     private let configuration: WebProcessRecovery.Configuration
     private let terminate: ((WKWebView) -> Void)?
     private var guards: [ObjectIdentifier: ViewGuard] = [:]
@@ -174,6 +176,7 @@ public final class WebContentRecovery {
                 webView.evaluateJavaScript(WebProcessRecovery.pageNotice(reason), completionHandler: nil)
             case .report(let reason, let url, let recovery):
                 onRecovery?(Report(webView: webView, reason: reason, url: url, recovery: recovery, tasksStopped: viewGuard.tasksStopped))
+                recovered?(webView, reason)
             }
         }
     }

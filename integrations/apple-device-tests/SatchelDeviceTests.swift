@@ -57,16 +57,91 @@ struct FolderPackage: PackageSource {
     func changeToken() -> [Int64] { [0] }
     func pin(_ packages: [ServedPackage]) throws -> any Sendable { 0 }
 
-    static func make(page: String) throws -> FolderPackage {
+    static func make(page: String, version: String = "1.0.0") throws -> FolderPackage {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-device-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let bytes = Array(page.utf8)
         try Data(bytes).write(to: URL(fileURLWithPath: folder + "/index.html"))
         let manifest = try Manifest(
-            id: PackageID("device"), version: SemanticVersion("1.0.0"), createdAt: Timestamp(secondsSinceEpoch: 0),
+            id: PackageID("device"), version: SemanticVersion(version), createdAt: Timestamp(secondsSinceEpoch: 0),
             scope: Scope(hosts: [HostPattern("app.example")], pathPrefix: PathPrefix("/app/")),
             files: [FileRecord(path: try SafePath(validating: "index.html"), size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes), mime: "text/html")])
         return FolderPackage(package: ServedPackage(manifest: manifest, folder: folder))
+    }
+}
+
+/// Two versions of one package, the newer on trial until a verdict: the store's part of judging a trial, in memory.
+final class TrialSource: PackageSource, TrialRecords, @unchecked Sendable {
+    enum Serving { case trial, confirmed, rolledBack(TrialFailure) }
+    let fallback: ServedPackage
+    let candidate: ServedPackage
+    private let lock = NSLock()
+    private var serving = Serving.trial
+    var state: Serving { lock.withLock { serving } }
+
+    init(fallback: ServedPackage, candidate: ServedPackage) {
+        self.fallback = fallback
+        self.candidate = candidate
+    }
+
+    func servedPackages() throws -> [ServedPackage] {
+        lock.withLock { if case .rolledBack = serving { [fallback] } else { [candidate] } }
+    }
+    func changeToken() -> [Int64] { lock.withLock { if case .rolledBack = serving { [1] } else { [2] } } }
+    func pin(_ packages: [ServedPackage]) throws -> any Sendable { 0 }
+
+    func trialVersion(of id: PackageID) throws -> SemanticVersion? {
+        lock.withLock { if case .trial = serving { candidate.manifest.version } else { nil } }
+    }
+    func confirmTrial(_ id: PackageID, version: SemanticVersion) throws -> Bool {
+        lock.withLock {
+            guard case .trial = serving, version == candidate.manifest.version else { return false }
+            serving = .confirmed
+            return true
+        }
+    }
+    func rollBackTrial(_ id: PackageID, version: SemanticVersion, because failure: TrialFailure) throws -> SemanticVersion? {
+        lock.withLock {
+            guard case .trial = serving, version == candidate.manifest.version else { return nil }
+            serving = .rolledBack(failure)
+            return fallback.manifest.version
+        }
+    }
+}
+
+/// Forwards what the container needs from the navigation delegate (as an app's delegate does) and waits for loads.
+@MainActor
+final class ContainerDelegate: NSObject, WKNavigationDelegate {
+    let satchel: SatchelWebViews
+    private var finished: [CheckedContinuation<Void, Never>] = []
+
+    init(satchel: SatchelWebViews) { self.satchel = satchel }
+
+    func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!) {
+        satchel.didStartProvisionalNavigation(webView)
+    }
+
+    func webView(
+        _ webView: WKWebView, decidePolicyFor navigationResponse: WKNavigationResponse,
+        decisionHandler: @escaping @MainActor @Sendable (WKNavigationResponsePolicy) -> Void
+    ) {
+        satchel.navigationResponse(webView, navigationResponse)
+        decisionHandler(.allow)
+    }
+
+    func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {
+        satchel.didFinish(webView)
+        let waiting = finished
+        finished = []
+        for waiter in waiting { waiter.resume() }
+    }
+
+    func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {
+        satchel.webContentProcessDidTerminate(webView)
+    }
+
+    func nextLoad() async {
+        await withCheckedContinuation { finished.append($0) }
     }
 }
 
@@ -152,6 +227,42 @@ final class SatchelDeviceTests: XCTestCase {
         webView.evaluateJavaScript("const keep = []; (function grow() { for (let i = 0; i < 16; i++) keep.push(new Float64Array(1 << 20).fill(i)); setTimeout(grow, 0); })();")
         await probe.nextLoad()
         XCTAssertEqual(reports.first?.recovery, .reloaded(url: "satchel://app.example/app/index.html"))
+    }
+
+    /// A release on trial whose own script throws on start is rolled back by the container, with the message, and the
+    /// same view shows the fallback; a good one is confirmed after the grace period. (WebKitGTK proves the same in
+    /// tools/webkit-test; this checks Apple's WebKit delivers the hook's signals and the delegate's calls alike.)
+    func testTrialJudgedInTheView() async throws {
+        for (page, expected) in [
+            ("<!doctype html><title>candidate</title><script>throw new Error('candidate broke')</script>", "script-error"),
+            ("<!doctype html><title>candidate</title><p>fine</p>", "confirmed"),
+        ] {
+            let source = TrialSource(
+                fallback: try FolderPackage.make(page: page.replacingOccurrences(of: "candidate", with: "fallback"), version: "1.0.0").package,
+                candidate: try FolderPackage.make(page: page, version: "2.0.0").package)
+            let satchel = try SatchelWebViews(
+                engine: try ResourceEngine(source: source), policy: NetworkPolicy(allowedHosts: []), fetcher: RecordingUpstream(),
+                hook: HookScript.Configuration(origins: ["satchel://app.example"]), ephemeral: true, trials: source,
+                trialJudging: TrialJudge.Configuration(grace: .seconds(1), loadTimeout: .seconds(10)))
+            var verdicts: [TrialReport] = []
+            satchel.trialHandler = { _, report in verdicts.append(report) }
+            let webView = satchel.makeWebView()
+            let delegate = ContainerDelegate(satchel: satchel)
+            webView.navigationDelegate = delegate
+            webView.load(URLRequest(url: URL(string: "satchel://app.example/app/index.html")!))
+            await delegate.nextLoad()
+            try await Task.sleep(for: .seconds(2))
+            XCTAssertEqual(verdicts.count, 1, page)
+            let title = try await webView.callAsyncJavaScript("return document.title", arguments: [:], in: nil, contentWorld: .page) as? String
+            if expected == "confirmed" {
+                XCTAssertEqual(verdicts.first?.decision, "confirmed")
+                XCTAssertEqual(title, "candidate")
+            } else {
+                XCTAssertEqual(verdicts.first?.failure, .scriptError("Error: candidate broke"))
+                XCTAssertEqual(verdicts.first?.serving?.description, "1.0.0")
+                XCTAssertEqual(title, "fallback")
+            }
+        }
     }
 
     /// A view that is not on screen (a warm view) is never judged hung, however long its process stays silent.

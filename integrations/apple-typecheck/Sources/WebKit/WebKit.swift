@@ -100,15 +100,36 @@ open class WKSecurityOrigin: NSObject {
     open var port: Int { 0 }
 }
 
+public enum WKNavigationResponsePolicy: Int, Sendable {
+    case cancel
+    case allow
+    case download
+}
+
+@MainActor
+open class WKNavigationResponse: NSObject {
+    open var isForMainFrame: Bool { true }
+    open var response: URLResponse { URLResponse(url: URL(fileURLWithPath: "/"), mimeType: nil, expectedContentLength: 0, textEncodingName: nil) }
+}
+
 @MainActor
 public protocol WKNavigationDelegate: NSObjectProtocol {
+    func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!)
     func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!)
     func webViewWebContentProcessDidTerminate(_ webView: WKWebView)
+    func webView(
+        _ webView: WKWebView, decidePolicyFor navigationResponse: WKNavigationResponse,
+        decisionHandler: @escaping @MainActor @Sendable (WKNavigationResponsePolicy) -> Void)
 }
 
 extension WKNavigationDelegate {
+    public func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!) {}
     public func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {}
     public func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {}
+    public func webView(
+        _ webView: WKWebView, decidePolicyFor navigationResponse: WKNavigationResponse,
+        decisionHandler: @escaping @MainActor @Sendable (WKNavigationResponsePolicy) -> Void
+    ) { decisionHandler(.allow) }
 }
 
 @MainActor
@@ -163,6 +184,7 @@ open class WKUserContentController: NSObject {
     override public init() {}
     open func addUserScript(_ userScript: WKUserScript) {}
     open func addScriptMessageHandler(_ scriptMessageHandlerWithReply: any WKScriptMessageHandlerWithReply, contentWorld world: WKContentWorld, name: String) {}
+    open func add(_ scriptMessageHandler: any WKScriptMessageHandler, contentWorld world: WKContentWorld, name: String) {}
 }
 
 public enum WKUserScriptInjectionTime: Int, Sendable {
@@ -186,6 +208,12 @@ open class WKScriptMessage: NSObject {
     open var body: Any { 0 }
     open var name: String { "" }
     open var frameInfo: WKFrameInfo { WKFrameInfo() }
+    open weak var webView: WKWebView? { nil }
+}
+
+@MainActor
+public protocol WKScriptMessageHandler: NSObjectProtocol {
+    func userContentController(_ userContentController: WKUserContentController, didReceive message: WKScriptMessage)
 }
 
 @MainActor
