@@ -143,7 +143,7 @@ public enum RolloutReportPage {
             page.add("<th class=\"n\">installed</th><th class=\"n\">failed</th><th class=\"n\">failure rate</th><th class=\"n\">threshold</th><th>reason</th></tr></thead><tbody>")
             for event in shown {
                 page.add("<tr class=\"event \(e(event.action))\" data-action=\"\(e(event.action))\" data-id=\"\(e(event.id))\" data-version=\"\(e(event.version))\" ")
-                page.add("data-at=\"\(event.at)\"><td>\(event.at)</td><td>\(e(event.id))</td><td>\(e(event.version))</td>")
+                page.add("data-at=\"\(event.at)\"><td class=\"at\">\(event.at)</td><td>\(e(event.id))</td><td>\(e(event.version))</td>")
                 page.add("<td><span class=\"action \(e(event.action))\">\(e(event.action))</span></td>")
                 page.add("<td class=\"n\">\(event.to.map { e(Rollout.percentText($0)) + " %" } ?? "")</td>")
                 page.add("<td class=\"n\">\(event.installed.map(String.init) ?? "")</td><td class=\"n\">\(event.failed.map(String.init) ?? "")</td>")
@@ -253,7 +253,7 @@ public enum RolloutReportPage {
         h3{font-size:1em;margin:1em 0 .3em}code{font:12px ui-monospace,monospace;background:#f1f3f5;padding:1px 4px;border-radius:3px;word-break:break-all}
         .empty{background:#fffbea;border:1px solid #f6e05e;padding:8px 12px;border-radius:4px}.note{color:#4a5568}
         table{border-collapse:collapse;margin:.4em 0}th,td{padding:4px 8px;border-bottom:1px solid #e2e8f0;text-align:left;vertical-align:top}
-        th{font-weight:600;background:#f7fafc}.n{text-align:right;font-variant-numeric:tabular-nums}tr.above td{background:#fff5f5}
+        th{font-weight:600;background:#f7fafc}.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.at{white-space:nowrap}tr.above td{background:#fff5f5}
         .state,.action{display:inline-block;padding:0 6px;border-radius:3px;font-size:.85em;background:#edf2f7}
         .state.halted,.state.revoked,.action.halted{background:#fed7d7;color:#9b2c2c}.state.released,.action.released{background:#bee3f8;color:#2a4365}
         .state.staged,.action.advanced{background:#c6f6d5;color:#22543d}.state.watched{background:#fefcbf;color:#744210}

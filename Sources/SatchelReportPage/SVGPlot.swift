@@ -4,8 +4,9 @@ import SatchelCore
 /// One chart as inline SVG: a time axis across, a value axis up, and what is drawn on them (lines, a band, a level,
 /// marks at instants). Every label and tooltip is escaped here, so a caller hands over text as it came.
 struct SVGPlot {
+    // The right margin holds half of the last time label, which is centred on the axis's end.
     static let width = 760.0, height = 230.0
-    static let left = 56.0, right = 14.0, top = 12.0, bottom = 30.0
+    static let left = 56.0, right = 38.0, top = 12.0, bottom = 30.0
 
     let x: ClosedRange<Double>
     let y: ClosedRange<Double>
