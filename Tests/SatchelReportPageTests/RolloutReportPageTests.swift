@@ -113,6 +113,22 @@ struct RolloutReportPageTests {
         #expect(html.contains("id=\"threshold\" data-value=\"0.02\" data-source=\"log\""))
     }
 
+    @Test("a watched release counts from its watch, as status does, and is tagged; the spread still counts every report")
+    func watched() throws {
+        let watchStart = later(since, 3600)
+        let catalog = try Catalog(expires: since, packages: [entry("1.0.0")], watches: [ReleaseWatch(id: shop, version: v("1.0.0"), since: watchStart)])
+        let records = (0..<10).map { n in
+            record(since.secondsSinceEpoch + Int64(n) * 720, [.init(id: shop, role: .active, version: v("1.0.0"), token: token(n), state: "confirmed")])
+        }
+        let report = RolloutReport.build(catalog: catalog, records: records, skipped: 0, log: nil, maxFailureRate: nil, sources: sources)
+        let version = try #require(report.versions.first)
+        #expect(version.status == VersionStatus.compute(catalog, records: records).first && version.status.watched)
+        #expect(version.since == watchStart && version.status.installed == 4, "reports after the watch began: n = 6...9")
+        #expect(version.allReports.last?.installed == 10 && version.currentStep.last?.installed == 4)
+        let html = RolloutReportPage.html(report)
+        #expect(html.contains("data-watched=\"true\"") && html.contains("when its watch began") && html.contains("class=\"mark since\""))
+    }
+
     @Test("an empty reports file gives a page that says so, with every count zero and no chart")
     func empty() throws {
         let (catalog, _) = try fixture()
