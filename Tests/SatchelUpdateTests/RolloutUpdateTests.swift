@@ -128,6 +128,29 @@ struct RolloutUpdateTests {
         }
     }
 
+    @Test("a trial the container rolled back is reported failed with the reason's word, never its detail")
+    func judgedTrialReportsItsReason() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try RolloutRelease(folder: folder)
+            try release.publish(try release.catalog(serial: 1, released: ["1.0.0"]))
+            let store = try release.store("store")
+            _ = try await release.updater(store).run()
+            // The first version may already be confirmed (nothing to fall back to otherwise): confirm it if not.
+            if try store.trialVersion(of: PackageID("shop")) != nil { try store.confirm(PackageID("shop")) }
+            try release.publish(try release.catalog(serial: 2, released: ["1.0.0", "1.1.0"]))
+            #expect(try await release.updater(store).run().outcomes.first?.to == "1.1.0")
+            let shop = try PackageID("shop"), v110 = try SemanticVersion("1.1.0")
+            #expect(try store.rollBackTrial(shop, version: v110, because: .scriptError("TypeError: card is undefined")) == SemanticVersion("1.0.0"))
+            _ = try await release.updater(store).run()
+            let headers = try #require(release.origin.requests.last { $0.url.hasSuffix("/catalog.json") }?.headers)
+            let raw = try #require(headers["Satchel-Report"])
+            let sent = try DeviceReport.parse(channel: headers["Satchel-Channel"], report: raw)
+            let failed = try #require(sent.items.first { $0.role == .failed })
+            #expect(failed.version == v110 && failed.why == "script-error")
+            #expect(!raw.contains("TypeError") && !raw.contains("card"), "the detail stays on the device: \(raw)")
+        }
+    }
+
     @Test("channels: the store follows the channel it was given, from channels/<name>/catalog.json, and remembers it")
     func channels() async throws {
         try await withTemporaryFolder { folder async throws in
