@@ -2,10 +2,13 @@
 // updating through the library's Updater against one catalog, in one process.
 //
 //   satchel-fleet --root <dir> --devices 1000 --catalog <url> --public-key <file> --built-in <bundle>
-//                 [--concurrency 24] [--fail <version>] [--channel <name>]
+//                 [--concurrency 24] [--fail <version> [--fail-why <word> ...] [--fail-share <percent>]] [--channel <name>]
 //
-// After its update each device launches its app: a version on trial is confirmed, unless it is `--fail`'s version,
-// whose trial then runs out of launches (a crash loop), so the store falls back and the next check reports it failed.
+// After its update each device launches its app: a version on trial is confirmed, unless it is `--fail`'s version on
+// one of the failing devices (`--fail-share` of them, by device number: device % 100 below the share). Without
+// `--fail-why` its trial runs out of launches (a crash loop, reported as `trial`); with it, the app judges the trial
+// itself and rolls back with that reason (device n takes the n-th word, cycling), as a container does on a crash or a
+// script error. Either way the store falls back and the next check reports it failed, with the reason.
 // Prints one JSON object: {"devices": [{device, cohort, release, action, decision, from, to, downloaded, active,
 // serial, error?}], "seconds"}.
 import ArgumentParser
@@ -27,18 +30,23 @@ struct Fleet: AsyncParsableCommand {
     @Option(help: "The public key the catalog and bundles are checked with.") var publicKey: String
     @Option(help: "The bundle built into every device.") var builtIn: String
     @Option(help: "Devices updating at once.") var concurrency: Int = 24
-    @Option(help: "A version that crashes on launch until its trial runs out.") var fail: String?
+    @Option(help: "A version that fails its trial on the failing devices.") var fail: String?
+    @Option(help: "The reason the app rolls the failing version back with (a report word; repeat to spread devices over several); none: a crash loop.")
+    var failWhy: [String] = []
+    @Option(help: "The share of devices the version fails on, 0-100 (device % 100 below it).") var failShare: Int = 100
     @Option(help: "The channel the devices follow.") var channel: String?
 
     func validate() throws {
         guard devices > 0, concurrency > 0 else { throw ValidationError("--devices and --concurrency must be positive") }
+        guard (0...100).contains(failShare) else { throw ValidationError("--fail-share must be 0-100") }
+        for why in failWhy where !TrialFailure.isWord(why) { throw ValidationError("--fail-why \(why): \(TrialFailureError.notAWord(why))") }
     }
 
     func run() async throws {
         let started = Date()
         let settings = Settings(
             root: root, catalog: catalog, builtIn: builtIn, key: try KeyFile.verifyingKey(publicKey), fail: try fail.map { try SemanticVersion($0) },
-            channel: try channel.map { try ReleaseChannel($0) })
+            failReasons: try failWhy.map { try TrialFailure(why: $0) }, failShare: failShare, channel: try channel.map { try ReleaseChannel($0) })
         let fetcher = try NIOFetcher(additionalTrustRoots: [])
         var results: [DeviceResult] = []
         await withTaskGroup(of: DeviceResult.self) { group in
@@ -73,7 +81,12 @@ struct Settings: Sendable {
     let builtIn: String
     let key: VerifyingKey
     let fail: SemanticVersion?
+    /// Empty: the failing version crash-loops until its trial runs out.
+    let failReasons: [TrialFailure]
+    let failShare: Int
     let channel: ReleaseChannel?
+
+    func fails(_ device: Int, on version: SemanticVersion) -> Bool { version == fail && device % 100 < failShare }
 }
 
 struct DeviceResult: Encodable {
@@ -86,6 +99,8 @@ struct DeviceResult: Encodable {
     var to: String?
     var downloaded: Int64
     var active: String?
+    /// The reason the device's app rolled `--fail`'s version back with, this run.
+    var failedWhy: String?
     /// The serial of the catalog the device got (a CDN may hand a few devices the previous one while it refreshes).
     var serial: Int64?
     var error: String?
@@ -111,11 +126,18 @@ func simulate(_ device: Int, _ settings: Settings, fetcher: NIOFetcher) async ->
             result.downloaded = outcome.downloadedBytes
         }
         if let failure = report.failures.first { result.error = "\(failure.id): \(failure.error)" }
-        // The app starts: a trial is confirmed, or crashes until its launches run out.
+        // The app starts: a trial is confirmed, or fails: judged by the app with a reason, or crashing until its
+        // launches run out.
         for id in try store.packageIDs() {
             guard let state = try store.state(of: id), state.trial != nil else { continue }
-            if state.active == settings.fail {
-                for _ in 0...store.configuration.maxTrialLaunches { _ = try store.beginLaunch() }
+            if settings.fails(device, on: state.active) {
+                if settings.failReasons.isEmpty {
+                    for _ in 0...store.configuration.maxTrialLaunches { _ = try store.beginLaunch() }
+                } else {
+                    let reason = settings.failReasons[device % settings.failReasons.count]
+                    _ = try store.rollback(id, because: reason)
+                    result.failedWhy = reason.why
+                }
             } else {
                 try store.confirm(id)
             }
