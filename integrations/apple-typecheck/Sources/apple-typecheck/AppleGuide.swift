@@ -42,7 +42,9 @@ final class OfflinePages {
         let engine = try ResourceEngine(source: store, configuration: EngineConfiguration(customSchemes: ["satchel"]))
         webViews = try SatchelWebViews(
             engine: engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")]), fetcher: fetcher,
-            hook: HookScript.Configuration(origins: ["satchel://m.shop.com"]))
+            hook: HookScript.Configuration(origins: ["satchel://m.shop.com"]),
+            // Each view judges a version on trial from its page: confirmed once healthy, rolled back with a reason.
+            trials: store)
         updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
             catalogURL: catalogURL, trustedKeys: [key], runtime: try SemanticVersion(appVersion)))
     }
@@ -58,7 +60,7 @@ extension OfflinePages {
         return webView
     }
 
-    /// Once the new version has proved itself (its first screen shown, its API answered): end its trial.
+    /// An app that knows better than the judge (its own health check passed) may still end a trial itself.
     func confirmShop() throws {
         try store.confirm(try PackageID("shop"))
     }
