@@ -85,3 +85,14 @@ test("the first contentful paint is sent once, from the paint observer", () => {
   observer.callback({ getEntries: () => [{ name: "first-paint" }, { name: "first-contentful-paint" }] });
   assert.deepEqual(signals(w).map((s) => s.kind), ["paint"]);
 });
+
+test("an app frame inside the page sends its errors but not its paint", () => {
+  let observed = false;
+  const w = fakeWindow({ handlers: { satchelTrial: () => undefined } });
+  w.top = {};
+  w.PerformanceObserver = class { constructor() { observed = true; } observe() {} };
+  inject(w, { proofSecret: secret, trialHandler: "satchelTrial" });
+  assert.equal(observed, false);
+  w.dispatch("error", { target: w, message: "Error: in the frame", filename: ORIGIN + "/frame.js" });
+  assert.deepEqual(signals(w).map((s) => s.kind), ["error"]);
+});

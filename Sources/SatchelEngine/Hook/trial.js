@@ -58,7 +58,9 @@ if (trialHandler) {
   w.addEventListener("unhandledrejection", function (event) {
     trialSignal("rejection", { message: describe(event.reason), source: stackSource(event.reason), network: isNetworkFailure(event.reason) });
   });
-  if (typeof w.PerformanceObserver === "function") {
+  // The page's paint is the top document's: an app frame inside it paints its own, which says nothing of the page.
+  var topFrame = (function () { try { return w.top === w || !w.top; } catch (e) { return false; } })();
+  if (topFrame && typeof w.PerformanceObserver === "function") {
     try {
       new w.PerformanceObserver(function (list) {
         list.getEntries().forEach(function (entry) { if (entry.name === "first-contentful-paint") trialSignal("paint", {}); });
