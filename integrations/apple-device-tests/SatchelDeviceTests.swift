@@ -26,30 +26,6 @@ final class RecordingUpstream: AsyncNetworkFetcher, @unchecked Sendable {
     }
 }
 
-/// Waits for a view's navigations and forwards what recovery needs (as an app's delegate does).
-@MainActor
-final class NavigationProbe: NSObject, WKNavigationDelegate {
-    let recovery: WebContentRecovery
-    private var finished: [CheckedContinuation<Void, Never>] = []
-
-    init(recovery: WebContentRecovery) { self.recovery = recovery }
-
-    func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {
-        recovery.didFinish(webView)
-        let waiting = finished
-        finished = []
-        for waiter in waiting { waiter.resume() }
-    }
-
-    func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {
-        recovery.webContentProcessDidTerminate(webView)
-    }
-
-    func nextLoad() async {
-        await withCheckedContinuation { finished.append($0) }
-    }
-}
-
 /// A package served from a folder: `index.html` under `/app/` of app.example; anything else goes to the upstream.
 struct FolderPackage: PackageSource {
     let package: ServedPackage
@@ -195,7 +171,7 @@ final class SatchelDeviceTests: XCTestCase {
         let upstream = RecordingUpstream()
         let satchel = try makeSatchel(upstream: upstream)
         let webView = satchel.makeWebView()
-        let probe = NavigationProbe(recovery: satchel.recovery)
+        let probe = ContainerDelegate(satchel: satchel)
         webView.navigationDelegate = probe
         webView.load(URLRequest(url: URL(string: "satchel://app.example/app/index.html")!))
         await probe.nextLoad()
@@ -218,7 +194,7 @@ final class SatchelDeviceTests: XCTestCase {
     func testMemoryKillRecovers() async throws {
         let satchel = try makeSatchel(upstream: RecordingUpstream())
         let webView = satchel.makeWebView()
-        let probe = NavigationProbe(recovery: satchel.recovery)
+        let probe = ContainerDelegate(satchel: satchel)
         webView.navigationDelegate = probe
         var reports: [WebContentRecovery.Report] = []
         satchel.recovery.onRecovery = { reports.append($0) }

@@ -32,8 +32,6 @@ final class ViewerSession: @unchecked Sendable {
     /// After a rollback: the fallback's load is awaited (and when the verdict came, to time its first paint from).
     private var fallbackSince: Date?
     private var fallbackStarted = false
-    /// When the rollback's verdict came: the fallback's first paint is timed from it.
-    private var fallbackVerdictAt = Date()
     /// The report was due while the trial was pending: it is printed once the trial settles.
     private var finishDeferred = false
 
@@ -192,24 +190,48 @@ final class ViewerSession: @unchecked Sendable {
 
     /// The page's own timing (``PageTiming``), then whatever else was asked for.
     private func measureTiming() {
-        let me = Unmanaged.passRetained(self).toOpaque()
-        webkit_web_view_call_async_javascript_function(webView, PageTiming.script, -1, nil, nil, nil, nil, { source, result, data in
-            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeRetainedValue()
+        evaluate(PageTiming.script) { [self] outcome in
+            switch outcome {
+            case .failure(let message): errors.append("timing failed: \(message)")
+            case .success(let value):
+                if let measured = value as? [String: Any], let timing = PageTiming(measured, loadRequestedAt: started) {
+                    report["timing"] = timing.report
+                } else {
+                    errors.append("timing failed: the page gave no navigation timing")
+                }
+            }
+            afterTiming()
+        }
+    }
+
+    /// Runs `script` (the body of an async function) in the page and hands its JSON-compatible value, or WebKit's
+    /// error message, to `then` on the main context's thread.
+    private func evaluate(_ script: String, then: @escaping (Result<Any, ScriptFailure>) -> Void) {
+        let call = Unmanaged.passRetained(PendingScript(then)).toOpaque()
+        webkit_web_view_call_async_javascript_function(webView, script, -1, nil, nil, nil, nil, { source, result, data in
+            let call = Unmanaged<PendingScript>.fromOpaque(data!).takeRetainedValue()
             var error: UnsafeMutablePointer<GError>?
             let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
             if let error {
-                session.errors.append("timing failed: \(String(cString: error.pointee.message))")
+                let message = String(cString: error.pointee.message)
                 g_error_free(error)
-            } else if let value {
-                if let measured = ViewerSession.jsonObject(value) as? [String: Any], let timing = PageTiming(measured, loadRequestedAt: session.started) {
-                    session.report["timing"] = timing.report
-                } else {
-                    session.errors.append("timing failed: the page gave no navigation timing")
-                }
-                g_object_unref(UnsafeMutableRawPointer(value))
+                return call.then(.failure(ScriptFailure(message: message)))
             }
-            session.afterTiming()
-        }, me)
+            guard let value else { return call.then(.success(NSNull())) }
+            let object = ViewerSession.jsonObject(value)
+            g_object_unref(UnsafeMutableRawPointer(value))
+            call.then(.success(object))
+        }, call)
+    }
+
+    private final class PendingScript {
+        let then: (Result<Any, ScriptFailure>) -> Void
+        init(_ then: @escaping (Result<Any, ScriptFailure>) -> Void) { self.then = then }
+    }
+
+    struct ScriptFailure: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
     }
 
     private func afterTiming() {
@@ -221,22 +243,17 @@ final class ViewerSession: @unchecked Sendable {
     }
 
     private func runScript(_ body: String) {
-        let me = Unmanaged.passRetained(self).toOpaque()
-        webkit_web_view_call_async_javascript_function(webView, body, -1, nil, nil, nil, nil, { source, result, data in
-            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeRetainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
-            if let error {
-                session.errors.append("script failed: \(String(cString: error.pointee.message))")
-                g_error_free(error)
-                session.report["result"] = NSNull()
-            } else if let value {
-                session.report["result"] = ViewerSession.jsonObject(value)
-                g_object_unref(UnsafeMutableRawPointer(value))
+        evaluate(body) { [self] outcome in
+            switch outcome {
+            case .failure(let message):
+                errors.append("script failed: \(message)")
+                report["result"] = NSNull()
+            case .success(let value):
+                report["result"] = value
             }
-            session.scriptFinished()
-            session.takeScreenshot()
-        }, me)
+            scriptFinished()
+            takeScreenshot()
+        }
     }
 
     /// The viewer's bridge handlers, for trying the bridge from a page (and for tools/webkit-test): `echo` answers
@@ -307,20 +324,15 @@ final class ViewerSession: @unchecked Sendable {
         let script = PageTiming.script(
             before: wait, fields: "recovered: window.satchelRecovered ? window.satchelRecovered.reason : null, title: document.title,")
         let request = RecoveryMeasurement(session: self, recovery: recovery, heardAt: heardAt, tasksLeft: recoveryTasksLeft)
-        webkit_web_view_call_async_javascript_function(webView, script, -1, nil, nil, nil, nil, { source, result, data in
-            let request = Unmanaged<RecoveryMeasurement>.fromOpaque(data!).takeRetainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
-            var measured: [String: Any] = [:]
-            if let error {
-                request.session.errors.append("recovery timing failed: \(String(cString: error.pointee.message))")
-                g_error_free(error)
-            } else if let value {
-                measured = ViewerSession.jsonObject(value) as? [String: Any] ?? [:]
-                g_object_unref(UnsafeMutableRawPointer(value))
+        evaluate(script) { [self] outcome in
+            switch outcome {
+            case .failure(let message):
+                errors.append("recovery timing failed: \(message)")
+                recoveryMeasured(request, [:])
+            case .success(let value):
+                recoveryMeasured(request, value as? [String: Any] ?? [:])
             }
-            request.session.recoveryMeasured(request, measured)
-        }, Unmanaged.passRetained(request).toOpaque())
+        }
     }
 
     private func recoveryMeasured(_ request: RecoveryMeasurement, _ measured: [String: Any]) {
@@ -406,25 +418,19 @@ final class ViewerSession: @unchecked Sendable {
 
     /// The fallback loaded after a rollback: its first contentful paint, timed from the verdict.
     private func measureFallback(since: Date) {
-        fallbackVerdictAt = since
-        let me = Unmanaged.passRetained(self).toOpaque()
-        webkit_web_view_call_async_javascript_function(webView, PageTiming.script, -1, nil, nil, nil, nil, { source, result, data in
-            let session = Unmanaged<ViewerSession>.fromOpaque(data!).takeRetainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            let value = webkit_web_view_call_async_javascript_function_finish(UnsafeMutableRawPointer(source)?.assumingMemoryBound(to: WebKitWebView.self), result, &error)
-            if let error {
-                session.errors.append("fallback timing failed: \(String(cString: error.pointee.message))")
-                g_error_free(error)
-            } else if let value {
-                let measured = ViewerSession.jsonObject(value) as? [String: Any] ?? [:]
-                g_object_unref(UnsafeMutableRawPointer(value))
-                if var entry = session.report["trial"] as? [String: Any] {
-                    entry["fallbackPaintedMs"] = PageTiming(measured, loadRequestedAt: session.fallbackVerdictAt)?.report["firstContentfulPaintMs"] ?? NSNull()
-                    session.report["trial"] = entry
+        evaluate(PageTiming.script) { [self] outcome in
+            switch outcome {
+            case .failure(let message):
+                errors.append("fallback timing failed: \(message)")
+            case .success(let value):
+                if var entry = report["trial"] as? [String: Any] {
+                    let measured = value as? [String: Any] ?? [:]
+                    entry["fallbackPaintedMs"] = PageTiming(measured, loadRequestedAt: since)?.report["firstContentfulPaintMs"] ?? NSNull()
+                    report["trial"] = entry
                 }
             }
-            session.trialSettled()
-        }, me)
+            trialSettled()
+        }
     }
 
     private func trialSettled() {
