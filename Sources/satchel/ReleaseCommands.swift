@@ -79,7 +79,7 @@ extension Satchel {
             let release: ReleaseFolder.Contents
             do { release = try ReleaseFolder.read(bundles, baseURL: base) } catch { throw Output.failure(error.description) }
             // A version staged, halted or revoked in the catalog being replaced stays so: publishing the next release
-            // must not roll an earlier one out to everyone.
+            // must not roll an earlier one out to everyone. A watched release stays watched, from when it was released.
             let previous = FileManager.default.fileExists(atPath: output) ? try CatalogFile.read(output) : nil
             let kept = Dictionary(uniqueKeysWithValues: (previous?.rollouts ?? []).map { ("\($0.entry.id) \($0.entry.version)", $0) })
             var packages: [CatalogEntry] = []
@@ -96,7 +96,7 @@ extension Satchel {
             do {
                 catalog = try Catalog(
                     expires: expiry, packages: packages, serial: serial ?? max((previous?.serial ?? 0) + 1, CatalogFile.now().secondsSinceEpoch), reportURL: reportURL,
-                    rollouts: rollouts)
+                    rollouts: rollouts, watches: (previous?.watches ?? []).filter { watch in packages.contains(where: watch.watches) })
             } catch {
                 throw Output.failure(error.description)
             }

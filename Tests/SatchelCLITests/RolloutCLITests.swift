@@ -64,6 +64,10 @@ struct RolloutCLITests {
             now = try read(catalog)
             #expect(now.watches.isEmpty && now.rollouts.first?.state == .staged && now.rollouts.first?.permille == 500)
             #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "100"] + edit).status == 0)
+            // The next publication of the folder keeps the watch (its start too): the release is still being judged.
+            let watched = try read(catalog).watches
+            #expect(try CLI.run(["catalog", folder + "/release", "--base-url", "./", "--output", catalog, "--sign-key", key]).status == 0)
+            #expect(try read(catalog).watches == watched && !watched.isEmpty)
 
             // Refusals: exit 64 for bad usage, 1 for what is not there; the catalog unchanged either way.
             let before = try readBytes(catalog)
