@@ -4,7 +4,7 @@ import PackageDescription
 // Layers, bottom to top (each imports only those below it). Device side (what an app links: no system library but
 // zlib, checked by tools/test): SatchelPlatform, SatchelCore, SatchelArchive, SatchelBundle, SatchelStore, SatchelHTTP,
 // SatchelCache, SatchelEngine, SatchelHost, SatchelWebKit, SatchelUpdate. Publishing side (CI and servers): SatchelPublishing
-// (libarchive), SatchelNetwork, SatchelServer, SatchelOptions, satchel.
+// (libarchive), SatchelNetwork, SatchelServer, SatchelOptions, SatchelReportPage, satchel.
 //   SatchelPlatform the one home of platform calls (file times, read/write loops, flushing, syncfs, flock) and the
 //                   privacy manifest Apple asks of an SDK that makes them
 //   SatchelCore     pure model and rules, no I/O
@@ -20,10 +20,12 @@ import PackageDescription
 //   SatchelServer   satchel serve: the request layer over HTTP/1.1 (above SatchelHost and the network module)
 //   SatchelCache    the HTTP cache (RFC 9111) on disk, a NetworkFetcher around another (above HTTP)
 //   SatchelHost     the request layer every host shares (RequestLayer, HostConfiguration: endpoints, the hook, cookies,
-//                   redirects as pages) and the container parts both WebKit adapters use (above the engine)
+//                   redirects as pages) and the container parts both WebKit adapters use: recovery, the trial judge
+//                   (above the engine)
 //   SatchelWebKit   the Apple adapter and URLSessionFetcher (above SatchelHost, which it re-exports)
 //   SatchelUpdate   catalog, resumable downloads, delta install: above the store and the HTTP seam
 //   SatchelOptions  command-line options shared by every engine host (the CLI, the WebKitGTK viewer)
+//   SatchelReportPage  the rollout report page (`satchel rollout report`): HTML and SVG from rollout status (above Core)
 //   satchel         the CLI
 let package = Package(
     name: "Satchel",
