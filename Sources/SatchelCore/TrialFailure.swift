@@ -80,7 +80,17 @@ public protocol TrialRecords: Sendable {
     func trialVersion(of id: PackageID) throws -> SemanticVersion?
     /// Confirms the trial of `version`; false when it was not on trial (any more).
     func confirmTrial(_ id: PackageID, version: SemanticVersion) throws -> Bool
-    /// Ends the trial of `version` as failed, recording `failure`, and returns the version served now; nil when
+    /// Ends the trial of `version` as failed, recording `failure`.
+    func rollBackTrial(_ id: PackageID, version: SemanticVersion, because failure: TrialFailure) throws -> TrialRollbackOutcome
+}
+
+/// What a rollback of a trial did in the store.
+public enum TrialRollbackOutcome: Sendable, Equatable {
+    /// The version failed; `serving` serves instead.
+    case rolledBack(serving: SemanticVersion)
+    /// The version failed but is still served: there is nothing to fall back to. Its trial ends (it is not judged
+    /// again); an update or an explicit choice replaces it.
+    case failedWithoutFallback
     /// `version` was not on trial (any more): nothing changed.
-    func rollBackTrial(_ id: PackageID, version: SemanticVersion, because failure: TrialFailure) throws -> SemanticVersion?
+    case notOnTrial
 }

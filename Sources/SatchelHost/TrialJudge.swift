@@ -45,17 +45,29 @@ public struct TrialJudge: Sendable {
         }
     }
 
-    /// The version judged, and the origins its pages are served from (`satchel://m.shop.com`): its own scripts are
-    /// those of these origins.
+    /// The version judged, and where its pages are served from: the engine's custom schemes and the package's host
+    /// patterns (`*.shop.com` included). Its own scripts are those of these origins.
     public struct Subject: Hashable, Sendable {
         public var id: PackageID
         public var version: SemanticVersion
-        public var origins: Set<String>
+        public var schemes: Set<String>
+        public var hosts: [HostPattern]
 
-        public init(id: PackageID, version: SemanticVersion, origins: Set<String>) {
+        public init(id: PackageID, version: SemanticVersion, schemes: Set<String>, hosts: [HostPattern]) {
             self.id = id
             self.version = version
-            self.origins = Set(origins.map { $0.lowercased() })
+            self.schemes = Set(schemes.map { $0.lowercased() })
+            self.hosts = hosts
+        }
+
+        /// Whether `url` is served from one of the package's origins (scheme and host compared lower-cased, any port).
+        public func owns(_ url: String) -> Bool {
+            guard let schemeEnd = url.range(of: "://") else { return false }
+            let scheme = url[..<schemeEnd.lowerBound].lowercased()
+            let authority = url[schemeEnd.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            let hostAndPort = authority.split(separator: "@").last.map(String.init) ?? ""
+            let host = (hostAndPort.split(separator: ":", maxSplits: 1).first.map(String.init) ?? "").lowercased()
+            return !host.isEmpty && schemes.contains(scheme) && hosts.contains { $0.matches(host) }
         }
     }
 
@@ -92,11 +104,16 @@ public struct TrialJudge: Sendable {
 
     private struct Trial {
         let subject: Subject
-        /// When the page being judged began navigating (a hidden or waiting page restarts it).
+        /// When the navigation being judged began (a pause restarts it).
         var since: ContinuousClock.Instant
+        /// The health of the document being judged (reset when a navigation commits a new one).
         var loaded: ContinuousClock.Instant?
         var painted: ContinuousClock.Instant?
         var ready: ContinuousClock.Instant?
+        /// The last pause ended: the grace period counts from here, too.
+        var resumed: ContinuousClock.Instant?
+        /// A document of the version was committed (shown) in this view.
+        var committed = false
         var errors = 0
         var firstError: String?
         var terminations = 0
@@ -104,6 +121,10 @@ public struct TrialJudge: Sendable {
 
     public let configuration: Configuration
     private var trial: Trial?
+    /// The navigation failed: WebKit's end of load that follows is not a document that loaded.
+    private var failedLoad = false
+    /// Hidden, or waiting on a dialog: the clocks stand still.
+    private var paused = false
     /// Versions this view decided.
     private var decided: [Subject: Verdict] = [:]
 
@@ -117,36 +138,87 @@ public struct TrialJudge: Sendable {
     /// The subject judged now, if any.
     public var judging: Subject? { trial?.subject }
 
-    /// A navigation of the view started; `subject` is the version on trial that serves its URL (nil: none does).
+    /// A navigation of the view started; `subject` is the version on trial that serves its URL (nil: none does). The
+    /// document shown until now keeps its health until the new one commits (the navigation may fail, or be a
+    /// download); the load's clock starts now.
     public mutating func navigationStarted(subject: Subject?, now: ContinuousClock.Instant) -> [Action] {
+        failedLoad = false
+        if let current = trial, current.subject == subject {
+            trial?.since = now
+            return [.scheduleCheck(after: configuration.loadTimeout)]
+        }
+        guard let subject, decided[subject] == nil else { return [] }
+        if trial == nil {
+            trial = Trial(subject: subject, since: now)
+            return [.scheduleCheck(after: configuration.loadTimeout)]
+        }
+        return []
+    }
+
+    /// The navigation committed a new document; `subject` is the version on trial that serves it (looked up again:
+    /// a redirect may have led elsewhere). Another version, or none, ends the judging of the old one undecided (its next
+    /// page is judged again); the same version goes on judging the new document, counts kept.
+    public mutating func navigationCommitted(subject: Subject?, now: ContinuousClock.Instant) -> [Action] {
+        failedLoad = false
         guard let subject, decided[subject] == nil else {
             trial = nil
             return []
         }
         if var same = trial, same.subject == subject {
-            // A new document of the same version (a link, a recovery's reload): its own load, the counts kept.
-            same.since = now
             same.loaded = nil
             same.painted = nil
             same.ready = nil
+            same.committed = true
             trial = same
-        } else {
-            trial = Trial(subject: subject, since: now)
+            return []
         }
+        var fresh = Trial(subject: subject, since: now)
+        fresh.committed = true
+        trial = fresh
         return [.scheduleCheck(after: configuration.loadTimeout)]
     }
 
-    /// The entry document's status (the navigation's response).
-    public mutating func entryStatus(_ code: Int) -> [Action] {
-        guard trial != nil, code >= 400 else { return [] }
+    /// The navigation failed or was cancelled (a download, the app's policy, a stop): the document shown stays, and
+    /// its health with it; a trial begun by this navigation alone stays for its load timeout to decide.
+    public mutating func navigationFailed() {
+        failedLoad = true
+        // Nothing of the version was ever shown: nothing to judge (a cancelled first load is no verdict on it).
+        if trial?.committed == false { trial = nil }
+    }
+
+    /// The entry document's status (the navigation's response), when the package answered it: a status the network
+    /// gave (an API route, a page served from the network while it is down) is not the release's.
+    public mutating func entryStatus(_ code: Int, answeredByPackage: Bool) -> [Action] {
+        guard trial != nil, answeredByPackage, code >= 400 else { return [] }
         return rollBack(.entryStatus(code))
     }
 
-    /// The navigation finished (its load event).
+    /// The navigation finished (its load event). After a failed navigation WebKit ends the load too: that is no
+    /// document loading.
     public mutating func loadFinished(now: ContinuousClock.Instant) -> [Action] {
+        if failedLoad {
+            failedLoad = false
+            return []
+        }
         guard trial != nil, trial?.loaded == nil else { return [] }
         trial?.loaded = now
         return nextCheck(now: now)
+    }
+
+    /// The view was hidden, or its page began waiting on a dialog: nothing is timed until ``resumed(now:)``.
+    public mutating func pause() {
+        paused = true
+    }
+
+    /// Shown again, or the dialog answered: the load's clock and the grace period start over from now (a page that
+    /// was suspended had no chance to load or to fail meanwhile).
+    public mutating func resumed(now: ContinuousClock.Instant) -> [Action] {
+        guard paused else { return [] }
+        paused = false
+        guard trial != nil else { return [] }
+        trial?.since = now
+        trial?.resumed = now
+        return [.scheduleCheck(after: .zero)]
     }
 
     /// The container's recovery ended the page: a termination, or its load timeout.
@@ -175,7 +247,7 @@ public struct TrialJudge: Sendable {
             if current.ready == nil { current.ready = now }
         case .error, .rejection, .resourceFailed:
             // Counted until the grace period is over (then the trial is decided, and nothing is judged).
-            guard Self.counts(signal, origins: current.subject.origins), let message = Self.message(of: signal) else { return [] }
+            guard Self.counts(signal, for: current.subject), let message = Self.message(of: signal) else { return [] }
             current.errors += 1
             if current.firstError == nil { current.firstError = message }
             trial = current
@@ -185,14 +257,10 @@ public struct TrialJudge: Sendable {
         return nextCheck(now: now)
     }
 
-    /// The check ``Action/scheduleCheck(after:)`` asked for. `paused`: the view is hidden (its process may be
-    /// suspended) or the page waits on a dialog; the load's clock starts over.
-    public mutating func check(now: ContinuousClock.Instant, paused: Bool = false) -> [Action] {
-        guard let current = trial else { return [] }
-        if paused, healthySince(current) == nil {
-            trial?.since = now
-            return [.scheduleCheck(after: configuration.loadTimeout)]
-        }
+    /// The check ``Action/scheduleCheck(after:)`` asked for. While paused nothing is decided (``resumed(now:)``
+    /// schedules the next check).
+    public mutating func check(now: ContinuousClock.Instant) -> [Action] {
+        guard let current = trial, !paused else { return [] }
         if let healthy = healthySince(current) {
             let waited = now - healthy
             guard waited >= configuration.grace else { return [.scheduleCheck(after: configuration.grace - waited)] }
@@ -202,6 +270,7 @@ public struct TrialJudge: Sendable {
         }
         let waited = now - current.since
         guard waited >= configuration.loadTimeout else { return [.scheduleCheck(after: configuration.loadTimeout - waited)] }
+        // A document that was healthy, with a navigation still under way: the new one has its own load timeout.
         let missing = [
             current.loaded == nil ? "load" : nil, current.painted == nil ? "first contentful paint" : nil,
             configuration.requireReady && current.ready == nil ? "ready()" : nil,
@@ -216,14 +285,16 @@ public struct TrialJudge: Sendable {
     }
 
     /// Whether a page's error counts against the release: an error from one of the package's own scripts, a
-    /// rejection not caused by a failed request and not traced to another origin's script, or a package file that
-    /// failed to load. A cross-origin "Script error." names no script, so it never counts.
-    public static func counts(_ signal: PageSignal, origins: Set<String>) -> Bool {
+    /// rejection not caused by a failed request whose stack names one of the package's scripts, or a file of the
+    /// package that failed to load (the adapter passes only those the package answers: ``TrialCourt``). A
+    /// cross-origin "Script error.", and a rejection that names no script (a third-party SDK's string, a failed
+    /// `response.json()` of an API that is down), never count: the release's own code is what is judged.
+    public static func counts(_ signal: PageSignal, for subject: Subject) -> Bool {
         switch signal {
         case .painted, .ready: false
-        case .error(_, let source): isOwn(source, origins: origins)
-        case .rejection(_, let source, let network): !network && (source.isEmpty || isOwn(source, origins: origins))
-        case .resourceFailed(let url): isOwn(url, origins: origins)
+        case .error(_, let source): subject.owns(source)
+        case .rejection(_, let source, let network): !network && subject.owns(source)
+        case .resourceFailed(let url): subject.owns(url)
         }
     }
 
@@ -236,23 +307,15 @@ public struct TrialJudge: Sendable {
         }
     }
 
-    /// Whether `url` is served from one of `origins` (`scheme://host[:port]`, compared lower-cased).
-    static func isOwn(_ url: String, origins: Set<String>) -> Bool {
-        guard let schemeEnd = url.range(of: "://") else { return false }
-        let afterScheme = url[schemeEnd.upperBound...]
-        let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty else { return false }
-        return origins.contains((url[..<schemeEnd.upperBound] + authority).lowercased())
-    }
-
-    /// When the page became healthy (loaded, painted, ready as required); nil until it is.
+    /// When the page became healthy (loaded, painted, ready as required, and not paused since); nil until it is.
     private func healthySince(_ trial: Trial) -> ContinuousClock.Instant? {
         guard let loaded = trial.loaded, let painted = trial.painted else { return nil }
+        var since = max(loaded, painted)
         if configuration.requireReady {
             guard let ready = trial.ready else { return nil }
-            return max(loaded, painted, ready)
+            since = max(since, ready)
         }
-        return max(loaded, painted)
+        return trial.resumed.map { max(since, $0) } ?? since
     }
 
     private mutating func nextCheck(now: ContinuousClock.Instant) -> [Action] {

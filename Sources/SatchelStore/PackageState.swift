@@ -121,14 +121,11 @@ public struct PackageState: Equatable, Sendable {
             if let stray = unconfirmed.first(where: { !wire.history.contains($0) }) {
                 throw StoreError.corruptState(path: path, reason: "unconfirmed \(stray) is not in history")
             }
+            // Reasons only explain: one that names a version that has not failed, or is not a report word, is dropped
+            // (the version then reads as `trial`) rather than making the whole state unreadable.
             var reasons: [SemanticVersion: TrialFailure] = [:]
-            for reason in wire.failureReasons ?? [] {
-                guard failed.contains(reason.version) else {
-                    throw StoreError.corruptState(path: path, reason: "a failure reason names \(reason.version), which has not failed")
-                }
-                do { reasons[reason.version] = try TrialFailure(why: reason.why, detail: reason.detail) } catch {
-                    throw StoreError.corruptState(path: path, reason: error.description)
-                }
+            for reason in wire.failureReasons ?? [] where failed.contains(reason.version) {
+                reasons[reason.version] = try? TrialFailure(why: reason.why, detail: reason.detail)
             }
             return PackageState(
                 active: wire.active, trial: wire.trial, launches: wire.launches, history: wire.history, unconfirmed: unconfirmed, failed: failed,

@@ -17,6 +17,8 @@ public final class SatchelDialogs: NSObject, WKUIDelegate {
     /// Told of every dialog and how it was answered.
     public var onReport: ((WKWebView, ScriptDialogs.Report) -> Void)?
     private let recovery: WebContentRecovery
+    /// Told when a view's page begins waiting on a dialog (true) and when its last one is answered (false).
+    var waitingChanged: ((WKWebView, Bool) -> Void)?
     private var machines: [ObjectIdentifier: ScriptDialogs] = [:]
     private var completions: [ObjectIdentifier: [Int: (ScriptDialogAnswer) -> Void]] = [:]
     private let configuration: ScriptDialogs.Configuration
@@ -80,6 +82,7 @@ public final class SatchelDialogs: NSObject, WKUIDelegate {
             switch action {
             case .askHandler(let id, let dialog):
                 recovery.dialogOpened(webView)
+                waitingChanged?(webView, true)
                 asked[key, default: []].insert(id)
                 handler?(webView, dialog) { [weak self, weak webView] answer in
                     Task { @MainActor in
@@ -97,7 +100,10 @@ public final class SatchelDialogs: NSObject, WKUIDelegate {
                 guard let complete = completions[key]?.removeValue(forKey: id) else { continue }
                 // WebKit's completion handler is called, always once, whatever became of the view.
                 complete(answer)
-                if asked[key]?.remove(id) != nil { recovery.dialogClosed(webView) }
+                if asked[key]?.remove(id) != nil {
+                    recovery.dialogClosed(webView)
+                    if asked[key]?.isEmpty ?? true { waitingChanged?(webView, false) }
+                }
                 if completions[key]?.isEmpty == true { forget(key) }
             case .report(let report):
                 onReport?(webView, report)

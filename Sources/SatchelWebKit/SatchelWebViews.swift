@@ -51,7 +51,7 @@ public final class SatchelWebViews {
     /// The judges of releases on trial (nil when the app passed no store).
     public let trials: WebContentTrials?
     /// Told of each trial a view decided, after the store and every view were brought in line.
-    public var trialHandler: ((WKWebView, TrialReport) -> Void)?
+    public var trialHandler: ((WKWebView?, TrialReport) -> Void)?
     private let trialMessages: SatchelTrialMessageHandler?
     private let terminate: ((WKWebView) -> Void)?
     private var pools: [WeakPool] = []
@@ -108,7 +108,9 @@ public final class SatchelWebViews {
         let recovery = WebContentRecovery(driver: driver, engine: engine, configuration: configuration, terminate: terminate)
         self.recovery = recovery
         dialogs = SatchelDialogs(recovery: recovery, configuration: dialogConfiguration)
-        let trials = records.map { WebContentTrials(court: TrialCourt(engine: engine, records: $0, configuration: trialJudging)) }
+        // The page's signals are the judge's evidence and come through the hook: without it no view judges. (Apple's
+        // WebKit names the sending frame, so unproven messages are still kept to the app's frames.)
+        let trials = hook == nil ? nil : records.map { WebContentTrials(court: TrialCourt(engine: engine, records: $0, configuration: trialJudging)) }
         self.trials = trials
         let pageSetup = layer.pageSetup
         trialMessages = trials.flatMap { trials in pageSetup.map { SatchelTrialMessageHandler(pageSetup: $0, trials: trials) } }
@@ -122,6 +124,7 @@ public final class SatchelWebViews {
         }
         cookies.observe(jarChanged)
         recovery.recovered = { [weak trials] webView, reason in trials?.recovered(webView, reason: reason) }
+        dialogs.waitingChanged = { [weak trials] webView, waiting in trials?.dialogWaiting(webView, waiting) }
         trials?.decided = { [weak self] webView, subject, verdict in self?.trialDecided(subject, verdict, in: webView) }
     }
 
@@ -183,20 +186,34 @@ public final class SatchelWebViews {
         pools = pools.filter { $0.pool != nil } + [WeakPool(pool)]
     }
 
-    /// A view's judge decided: the store and the engine first (``TrialCourt/carryOut(_:_:)``), then the other views'
-    /// judges; after a rollback, warm views showing the package are dropped and every view showing it loads its URL
-    /// again (a hung one is handed to `terminate` first, when the app gave it), and then the app is told.
+    /// From `webView(_:didCommit:)`: a new document; the judge of a trial looks up the version that serves it again.
+    public func didCommit(_ webView: WKWebView) {
+        trials?.didCommit(webView)
+    }
+
+    /// A view's judge decided: the store and the engine first (``TrialCourt/carryOut(_:_:)``, off the main actor: it
+    /// takes the store's lock), then the other views' judges; after a rollback, warm views showing the package are
+    /// dropped and every view showing it loads its URL again (one whose page never finished loading is handed to
+    /// `terminate` first, when the app gave it: it may still be spinning), and then the app is told.
     private func trialDecided(_ subject: TrialJudge.Subject, _ verdict: TrialJudge.Verdict, in deciding: WKWebView) {
         guard let trials else { return }
-        let court = trials.court
-        let report = court.carryOut(subject, verdict)
         trials.settle(subject, verdict, except: deciding)
-        if let failure = report.failure, report.serving != nil {
+        let court = trials.court
+        Task { @MainActor [weak self, weak deciding] in
+            let report = await Task.detached { court.carryOut(subject, verdict) }.value
+            guard let self else { return }
+            self.verdictCarriedOut(report, subject: subject, in: deciding)
+        }
+    }
+
+    private func verdictCarriedOut(_ report: TrialReport, subject: TrialJudge.Subject, in deciding: WKWebView?) {
+        guard let court = trials?.court else { return }
+        if report.fallbackToShow, let failure = report.failure {
             let shows = { (url: String) in court.showsPackage(subject.id, url: url) }
             for pool in pools { pool.pool?.drop(where: shows) }
             for view in views.compactMap(\.view) {
                 guard let url = view.url, shows(url.absoluteString) else { continue }
-                if view === deciding, failure == .unresponsive || failure.why == TrialFailure.loadTimeout(nil).why, let terminate {
+                if view === deciding, failure.why == TrialFailure.loadTimeout(nil).why, let terminate {
                     terminate(view)
                 } else {
                     view.load(URLRequest(url: url))
@@ -221,6 +238,7 @@ public final class SatchelWebViews {
     public func didFail(_ webView: WKWebView) {
         recovery.didFail(webView)
         progress.didFinish(webView)
+        trials?.didFail(webView)
     }
 
     /// From `webViewWebContentProcessDidTerminate(_:)`.

@@ -25,6 +25,7 @@ public final class WebContentTrials {
         weak var webView: WKWebView?
         var judge: TrialJudge
         var check: Task<Void, Never>?
+        var dialogWaiting = false
         init(webView: WKWebView, judge: TrialJudge) {
             self.webView = webView
             self.judge = judge
@@ -52,15 +53,57 @@ public final class WebContentTrials {
         perform(viewJudge.judge.navigationStarted(subject: subject, now: .now), on: viewJudge)
     }
 
-    /// The main frame's response: its status is the entry document's.
+    /// The main frame's response: its status is the entry document's, when the package answered it.
     func navigationResponse(_ webView: WKWebView, _ response: WKNavigationResponse) {
         guard response.isForMainFrame, let viewJudge = judges[ObjectIdentifier(webView)], let http = response.response as? HTTPURLResponse else { return }
-        perform(viewJudge.judge.entryStatus(http.statusCode), on: viewJudge)
+        let answered = http.url.map { court.packageAnswers($0.absoluteString) } ?? false
+        perform(viewJudge.judge.entryStatus(http.statusCode, answeredByPackage: answered), on: viewJudge)
+    }
+
+    /// A new document committed: the version that serves it is looked up again (a redirect may have led elsewhere).
+    func didCommit(_ webView: WKWebView) {
+        guard let viewJudge = judges[ObjectIdentifier(webView)] else { return }
+        let subject = webView.url.flatMap { court.subject(for: $0.absoluteString) }
+        perform(viewJudge.judge.navigationCommitted(subject: subject, now: .now), on: viewJudge)
     }
 
     func didFinish(_ webView: WKWebView) {
         guard let viewJudge = judges[ObjectIdentifier(webView)] else { return }
         perform(viewJudge.judge.loadFinished(now: .now), on: viewJudge)
+    }
+
+    /// Both failure callbacks: the document shown stays, with its health.
+    func didFail(_ webView: WKWebView) {
+        judges[ObjectIdentifier(webView)]?.judge.navigationFailed()
+    }
+
+    /// A dialog began or stopped holding `webView`'s page.
+    func dialogWaiting(_ webView: WKWebView, _ waiting: Bool) {
+        guard let viewJudge = judges[ObjectIdentifier(webView)] else { return }
+        viewJudge.dialogWaiting = waiting
+        pauseOrResume(viewJudge)
+    }
+
+    /// The app goes to the background (iOS suspends its web processes): no verdict is reached until ``resume()``,
+    /// from which every page's load clock and grace period start over.
+    public func pause() {
+        appActive = false
+        for viewJudge in judges.values { pauseOrResume(viewJudge) }
+    }
+
+    public func resume() {
+        appActive = true
+        for viewJudge in judges.values { pauseOrResume(viewJudge) }
+    }
+
+    private var appActive = true
+
+    private func pauseOrResume(_ viewJudge: ViewJudge) {
+        if !appActive || viewJudge.dialogWaiting {
+            viewJudge.judge.pause()
+        } else {
+            perform(viewJudge.judge.resumed(now: .now), on: viewJudge)
+        }
     }
 
     func recovered(_ webView: WKWebView, reason: WebProcessRecovery.Reason) {
@@ -96,9 +139,7 @@ public final class WebContentTrials {
                 viewJudge.check = Task { @MainActor [weak self, weak viewJudge] in
                     try? await Task.sleep(for: after)
                     guard !Task.isCancelled, let self, let viewJudge else { return }
-                    // Hidden (its process may be suspended): the load's clock starts over.
-                    let paused = !(viewJudge.webView.map(WebContentRecovery.isShown) ?? false)
-                    self.perform(viewJudge.judge.check(now: .now, paused: paused), on: viewJudge)
+                    self.perform(viewJudge.judge.check(now: .now), on: viewJudge)
                 }
             case .confirm(let subject):
                 decided?(webView, subject, .confirmed)

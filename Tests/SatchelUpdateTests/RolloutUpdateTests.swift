@@ -140,7 +140,7 @@ struct RolloutUpdateTests {
             try release.publish(try release.catalog(serial: 2, released: ["1.0.0", "1.1.0"]))
             #expect(try await release.updater(store).run().outcomes.first?.to == "1.1.0")
             let shop = try PackageID("shop"), v110 = try SemanticVersion("1.1.0")
-            #expect(try store.rollBackTrial(shop, version: v110, because: .scriptError("TypeError: card is undefined")) == SemanticVersion("1.0.0"))
+            #expect(try store.rollBackTrial(shop, version: v110, because: .scriptError("TypeError: card is undefined")) == .rolledBack(serving: try SemanticVersion("1.0.0")))
             _ = try await release.updater(store).run()
             let headers = try #require(release.origin.requests.last { $0.url.hasSuffix("/catalog.json") }?.headers)
             let raw = try #require(headers["Satchel-Report"])

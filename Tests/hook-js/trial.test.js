@@ -63,7 +63,7 @@ test("a script or stylesheet that failed to load is a resource signal; an image 
   assert.deepEqual(sent.map((s) => [s.kind, s.source]), [["resource", ORIGIN + "/js/missing.js"], ["resource", ORIGIN + "/css/missing.css"], ["error", ""]]);
 });
 
-test("window.satchel.ready() sends ready; without a trial handler nothing is sent and fetch is the page's own", async () => {
+test("window.satchel.ready() sends ready; without a trial handler nothing is sent and nothing listens to the page", async () => {
   const w = judged();
   w.satchel.ready();
   assert.deepEqual(signals(w).map((s) => s.kind), ["ready"]);
@@ -95,4 +95,34 @@ test("an app frame inside the page sends its errors but not its paint", () => {
   assert.equal(observed, false);
   w.dispatch("error", { target: w, message: "Error: in the frame", filename: ORIGIN + "/frame.js" });
   assert.deepEqual(signals(w).map((s) => s.kind), ["error"]);
+});
+
+test("reading the body of an error answer (an API that is down) rejects with an error marked network; of a good one, not", async () => {
+  const saved = Object.fromEntries(["json", "text", "arrayBuffer", "blob", "formData"].map((name) => [name, Response.prototype[name]]));
+  try {
+    const w = fakeWindow({
+      handlers: { satchelTrial: () => undefined },
+      respond: (request) => (request.url.endsWith("/down") ? { status: 502, body: "<h1>upstream down</h1>" } : { status: 200, body: "not json" }),
+    });
+    w.Response = Response;
+    inject(w, { proofSecret: secret, trialHandler: "satchelTrial" });
+    let down, good;
+    await w.fetch(ORIGIN + "/api/down").then((r) => r.json()).catch((e) => { down = e; });
+    await w.fetch(ORIGIN + "/api/good").then((r) => r.json()).catch((e) => { good = e; });
+    assert.ok(down instanceof SyntaxError && good instanceof SyntaxError);
+    w.dispatch("unhandledrejection", { reason: down });
+    w.dispatch("unhandledrejection", { reason: good });
+    assert.deepEqual(signals(w).map((s) => [s.kind, s.network]), [["rejection", true], ["rejection", false]]);
+  } finally {
+    Object.assign(Response.prototype, saved);
+  }
+});
+
+test("a page shown again from the back-forward cache says it painted (and is ready, if it said so before)", () => {
+  const w = judged();
+  w.dispatch("pageshow", { persisted: false });
+  assert.deepEqual(signals(w), []);
+  w.satchel.ready();
+  w.dispatch("pageshow", { persisted: true });
+  assert.deepEqual(signals(w).map((s) => s.kind), ["ready", "paint", "ready"]);
 });

@@ -76,11 +76,11 @@ final class TrialSource: PackageSource, TrialRecords, @unchecked Sendable {
             return true
         }
     }
-    func rollBackTrial(_ id: PackageID, version: SemanticVersion, because failure: TrialFailure) throws -> SemanticVersion? {
+    func rollBackTrial(_ id: PackageID, version: SemanticVersion, because failure: TrialFailure) throws -> TrialRollbackOutcome {
         lock.withLock {
-            guard case .trial = serving, version == candidate.manifest.version else { return nil }
+            guard case .trial = serving, version == candidate.manifest.version else { return .notOnTrial }
             serving = .rolledBack(failure)
-            return fallback.manifest.version
+            return .rolledBack(serving: fallback.manifest.version)
         }
     }
 }
@@ -95,6 +95,10 @@ final class ContainerDelegate: NSObject, WKNavigationDelegate {
 
     func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!) {
         satchel.didStartProvisionalNavigation(webView)
+    }
+
+    func webView(_ webView: WKWebView, didCommit navigation: WKNavigation!) {
+        satchel.didCommit(webView)
     }
 
     func webView(

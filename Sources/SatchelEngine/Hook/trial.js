@@ -6,8 +6,10 @@
 // page only reports facts (message, the script they came from, whether a rejection came from a failed fetch or XHR);
 // native code decides what counts against the release. Each message carries a proof, as bridge messages do.
 var trialHandler = config.trialHandler && w.webkit && w.webkit.messageHandlers && w.webkit.messageHandlers[config.trialHandler];
+var readyCalled = false;
 function trialSignal(kind, fields) {
   if (!trialHandler) return;
+  if (kind === "ready") readyCalled = true;
   var message = {
     kind: kind,
     message: String(fields.message || "").slice(0, 1000),
@@ -18,16 +20,37 @@ function trialSignal(kind, fields) {
   try { trialHandler.postMessage(message); } catch (e) { /* the view is going away */ }
 }
 if (trialHandler) {
-  // Errors a failed request rejected with: an API that is offline is not the release's fault.
+  // Errors a failed request rejected with: an API that is offline is not the release's fault. That covers a fetch that
+  // rejects, and reading the body of an answer that is an error (a status of 400 or more, such as the 502 the engine
+  // answers for a network route whose upstream is down): `r.json()` of an error page rejects with a SyntaxError from
+  // the page's own code, which says nothing of the release.
   var networkFailures = typeof WeakSet === "function" ? new WeakSet() : null;
+  var failedAnswers = typeof WeakSet === "function" ? new WeakSet() : null;
+  var tagFailure = function (error) {
+    if (error && typeof error === "object") networkFailures.add(error);
+  };
   var trialFetch = w.fetch;
   if (trialFetch && networkFailures) {
     w.fetch = function () {
-      return trialFetch.apply(this, arguments).catch(function (error) {
-        if (error && typeof error === "object") networkFailures.add(error);
+      return trialFetch.apply(this, arguments).then(function (response) {
+        if (response && typeof response === "object" && response.status >= 400) failedAnswers.add(response);
+        return response;
+      }, function (error) {
+        tagFailure(error);
         throw error;
       });
     };
+    var Body = w.Response && w.Response.prototype;
+    ["json", "text", "arrayBuffer", "blob", "formData"].forEach(function (name) {
+      var read = Body && Body[name];
+      if (typeof read !== "function") return;
+      Body[name] = function () {
+        var reading = read.apply(this, arguments);
+        // Tag what it rejects with; the page's own handlers see the same promise and the same error.
+        if (failedAnswers.has(this)) reading.then(null, tagFailure);
+        return reading;
+      };
+    });
   }
   var isNetworkFailure = function (reason) {
     if (!reason || typeof reason !== "object") return false;
@@ -60,11 +83,20 @@ if (trialHandler) {
   });
   // The page's paint is the top document's: an app frame inside it paints its own, which says nothing of the page.
   var topFrame = (function () { try { return w.top === w || !w.top; } catch (e) { return false; } })();
+  // A page shown again from the back-forward cache paints no first contentful paint: it is the same page, healthy
+  // as it was, and says so again (with its ready(), if it had called it).
+  if (topFrame) {
+    w.addEventListener("pageshow", function (event) {
+      if (!event.persisted) return;
+      trialSignal("paint", {});
+      if (readyCalled) trialSignal("ready", {});
+    });
+  }
   if (topFrame && typeof w.PerformanceObserver === "function") {
     try {
       new w.PerformanceObserver(function (list) {
         list.getEntries().forEach(function (entry) { if (entry.name === "first-contentful-paint") trialSignal("paint", {}); });
       }).observe({ type: "paint", buffered: true });
-    } catch (e) { /* no paint timing: the judge goes by the load alone */ }
+    } catch (e) { /* no paint timing: no paint is heard, and the page is judged by its load timeout */ }
   }
 }

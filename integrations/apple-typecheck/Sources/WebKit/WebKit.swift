@@ -115,6 +115,7 @@ open class WKNavigationResponse: NSObject {
 @MainActor
 public protocol WKNavigationDelegate: NSObjectProtocol {
     func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!)
+    func webView(_ webView: WKWebView, didCommit navigation: WKNavigation!)
     func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!)
     func webViewWebContentProcessDidTerminate(_ webView: WKWebView)
     func webView(
@@ -124,6 +125,7 @@ public protocol WKNavigationDelegate: NSObjectProtocol {
 
 extension WKNavigationDelegate {
     public func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!) {}
+    public func webView(_ webView: WKWebView, didCommit navigation: WKNavigation!) {}
     public func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {}
     public func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {}
     public func webView(

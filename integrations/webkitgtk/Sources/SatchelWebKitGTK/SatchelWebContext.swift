@@ -60,7 +60,8 @@ public final class SatchelWebContext: @unchecked Sendable {
     ///     unresponsive view is given (see ``WebProcessRecovery``).
     ///   - trials: where the versions on trial are (the app's `PackageStore`): each view judges a page served from a
     ///     version on trial and confirms it, or rolls it back with its reason and shows the fallback in every view
-    ///     (``TrialJudge``, ``trialHandler``); it needs the hook (the page's signals come through it). nil: no judging.
+    ///     (``TrialJudge``, ``trialHandler``); it needs the hook and its proofs (the page's signals come through it,
+    ///     and WebKitGTK does not say which frame sent one). nil: no judging.
     ///   - trialJudging: the judge's grace period, load timeout, thresholds and whether `ready()` is required.
     ///   - cache: the app's HTTP cache, opened in private mode (one user: `private` answers kept, `s-maxage` not
     ///     read): every network fallback of the pages goes through it, with the cache policies of routes and requests;
@@ -73,7 +74,9 @@ public final class SatchelWebContext: @unchecked Sendable {
         dialogs: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil,
         media: MediaPolicy = MediaPolicy(), trials: (any TrialRecords)? = nil, trialJudging: TrialJudge.Configuration = TrialJudge.Configuration()
     ) throws {
-        court = trials.map { TrialCourt(engine: engine, records: $0, configuration: trialJudging) }
+        // The page's signals are the judge's evidence, and they come through the hook with its proofs: WebKitGTK does
+        // not say which frame posted a message, so without both no view judges.
+        court = hook != nil && engine.proofCheck != nil ? trials.map { TrialCourt(engine: engine, records: $0, configuration: trialJudging) } : nil
         self.media = media
         httpCache = cache
         dialogConfiguration = dialogs
@@ -215,8 +218,8 @@ public final class SatchelWebContext: @unchecked Sendable {
         let dialogs = ViewDialogs(view: view, context: self, recovery: recovery, configuration: dialogConfiguration)
         views[raw] = ViewParts(
             recovery: recovery, dialogs: dialogs, progress: ViewProgress(view: view, context: self), history: ViewHistory(view: view), trial: trial)
-        // The judge's load clock stops while the view is hidden or its page waits on a dialog.
-        trial?.paused = { [weak recovery, weak dialogs] in !(recovery?.visible ?? false) || (dialogs?.isWaiting ?? false) }
+        // The judge's clocks stop while the page waits on a dialog (and while the view is hidden: ViewTrial's own).
+        dialogs.waitingChanged = { [weak trial] waiting in trial?.dialogWaiting(waiting) }
         satchel_weak_ref(raw, { data, object in
             guard let data, let object else { return }
             Unmanaged<SatchelWebContext>.fromOpaque(data).takeUnretainedValue().viewFinalized(object)
@@ -306,22 +309,36 @@ public final class SatchelWebContext: @unchecked Sendable {
         views[UnsafeMutableRawPointer(view)]?.trial?.recovery(reason)
     }
 
-    /// A view's judge decided: the store and the engine first (``TrialCourt/carryOut(_:_:)``), then every view's judge
-    /// hears it, and after a rollback the fallback shows everywhere the version did: warm views that hold it are
-    /// dropped, every view showing the package loads its URL again (a hung one gets a new web process first), and
-    /// then the app is told.
+    /// A view's judge decided: the store and the engine first (``TrialCourt/carryOut(_:_:)``, off the main thread: it
+    /// takes the store's lock), then every view's judge hears it, and after a rollback the fallback shows everywhere the
+    /// version did: warm views that hold it are dropped, every view showing the package loads its URL again (one whose
+    /// page never finished loading gets a new web process first: it may still be spinning), and then the app is told.
     func trialDecided(_ subject: TrialJudge.Subject, _ verdict: TrialJudge.Verdict, in deciding: UnsafeMutablePointer<WebKitWebView>) {
         guard let court else { return }
-        let report = court.carryOut(subject, verdict)
         for parts in views.values where parts.trial?.view != deciding { parts.trial?.settled(subject, verdict) }
-        if case .rolledBack(let failure) = verdict, report.serving != nil {
+        let target = ViewReference(deciding)
+        g_object_ref(UnsafeMutableRawPointer(deciding))
+        Task.detached { [executor] in
+            let report = court.carryOut(subject, verdict)
+            executor.execute { [weak self] in
+                defer { g_object_unref(UnsafeMutableRawPointer(target.view)) }
+                self?.verdictCarriedOut(report, subject: subject, in: target.view)
+            }
+        }
+    }
+
+    private func verdictCarriedOut(_ report: TrialReport, subject: TrialJudge.Subject, in deciding: UnsafeMutablePointer<WebKitWebView>) {
+        guard let court else { return }
+        if report.fallbackToShow, let failure = report.failure {
             let shows = { (url: String) in court.showsPackage(subject.id, url: url) }
             for pool in pools { pool.pool?.drop(where: shows) }
             for raw in views.keys {
                 let view = raw.assumingMemoryBound(to: WebKitWebView.self)
                 guard let url = webkit_web_view_get_uri(view).map({ String(cString: $0) }), shows(url) else { continue }
-                if view == deciding, failure == .unresponsive || failure.why == TrialFailure.loadTimeout(nil).why {
-                    // Its process may still be spinning: a new one loads the fallback (the recovery reloads the URL).
+                // After the judge's own load timeout (or the recovery's, which stops the load but leaves the process) the
+                // page may be spinning: a new process loads the fallback (the recovery reloads the URL). A hung page the
+                // recovery already terminated (`unresponsive`) has a new one.
+                if view == deciding, failure.why == TrialFailure.loadTimeout(nil).why {
                     webkit_web_view_terminate_web_process(view)
                 } else {
                     webkit_web_view_load_uri(view, url)

@@ -13,8 +13,8 @@ final class ViewDialogs {
     private var machine: ScriptDialogs
     /// WebKit's dialogs waiting for the app's answer (each referenced until closed).
     private var waiting: [Int: OpaquePointer] = [:]
-    /// Whether a dialog waits for its answer (the page's main thread waits with it).
-    var isWaiting: Bool { !waiting.isEmpty }
+    /// Told when the page begins waiting on a dialog (true) and when the last one waiting is answered (false).
+    var waitingChanged: ((Bool) -> Void)?
     private var alive = true
 
     init(view: UnsafeMutablePointer<WebKitWebView>, context: SatchelWebContext, recovery: ViewRecovery, configuration: ScriptDialogs.Configuration) {
@@ -71,6 +71,7 @@ final class ViewDialogs {
                 webkit_script_dialog_ref(dialog)
                 waiting[id] = dialog
                 recovery?.dialogOpened()
+                waitingChanged?(true)
                 let weak = WeakDialogs(self)
                 let executor = context.executor
                 context.dialogHandler?(view, asked) { answer in
@@ -93,6 +94,7 @@ final class ViewDialogs {
                     webkit_script_dialog_close(kept)
                     webkit_script_dialog_unref(kept)
                     recovery?.dialogClosed()
+                    if waiting.isEmpty { waitingChanged?(false) }
                 } else if let dialog {
                     // Answered within the signal: WebKit reads the answer when the handler returns.
                     Self.give(answer, to: dialog)

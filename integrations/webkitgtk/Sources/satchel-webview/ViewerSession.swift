@@ -123,6 +123,7 @@ final class ViewerSession: @unchecked Sendable {
         }
         satchel.progressHandler = { [unowned self] _, value in self.events?.write("progress", ["value": value]) }
         registerBridgeHandlers()
+        // Judged only where a view judges (a court: the store, the hook and its proofs).
         if let subject = satchel.court?.subject(for: target) {
             judged = subject
             trialPending = true
@@ -409,7 +410,7 @@ final class ViewerSession: @unchecked Sendable {
         entry["serving"] = decided.serving?.description ?? NSNull()
         report["trial"] = entry
         events?.write("trial", entry)
-        if decided.failure != nil, decided.serving != nil {
+        if decided.fallbackToShow {
             fallbackSince = Date()
         } else {
             trialSettled()
