@@ -1,5 +1,6 @@
 /// What an updater should do for one package, decided from the catalog, what is installed and the device's cohort
-/// for each release. Pure, so every rule (runtime, downgrade, delta choice, rollouts) is table-tested without a network.
+/// for each release. Pure, so every rule (runtime, downgrade, delta choice, rollouts, the cost of each way) is table-tested
+/// without a network.
 public enum UpdatePlan: Hashable, Sendable {
     /// The active version is the one to have (or the one to keep).
     case upToDate(PackageID, SemanticVersion)
@@ -94,10 +95,13 @@ public enum UpdatePlan: Hashable, Sendable {
             }
         }
         guard let target else { throw .nothingAdmitted(id: id.value, offered: offered.version.description, decision: decision.rawValue) }
-        // A delta is worth it only from a version that is on disk and when it is smaller than the bundle;
-        // the active version is preferred as the base since its files are the ones most likely intact.
+        // A delta is worth it only from a version that is on disk and when it weighs less than the bundle (one
+        // request each, so: when it is smaller); the active version is preferred as the base since its files are the
+        // ones most likely intact.
         let bases = [installed.active].compactMap { $0 } + installed.versions.sorted(by: >)
-        let delta = bases.lazy.compactMap { target.delta(from: $0) }.first { $0.size < target.size }
+        let delta = bases.lazy.compactMap { target.delta(from: $0) }.first {
+            cheapest(objects: nil, delta: Cost(bytes: $0.size, requests: 1), full: Cost(bytes: target.size, requests: 1)) == .delta
+        }
         return choice(.install(target, delta: delta, replacing: installed.active), .updated)
     }
 
@@ -129,5 +133,46 @@ public enum UpdatePlanError: Error, Equatable, Sendable, CustomStringConvertible
         case .nothingAdmitted(let id, let offered, let decision):
             "no version of \(id) is for this device yet: \(offered) is \(decision) and nothing older is listed for everyone"
         }
+    }
+}
+
+extension UpdatePlan {
+    /// The bytes a 4G link moves in one round trip: 20 Mbit/s (2,500,000 B/s) × 80 ms, tools/link-emulator's `4g`. A
+    /// request that waits for its answer leaves the link idle for that long.
+    public static let roundTripBytes: Int64 = 200_000
+    /// Requests an updater keeps in flight by default (`UpdaterOptions.concurrency`): their round trips overlap, so each
+    /// costs a share of one.
+    public static let requestsInFlight = 8
+    /// What one request costs, in bytes: `roundTripBytes / requestsInFlight` = 25,000. Fixed, not the device's own
+    /// concurrency, so that a release team predicts the choice from the published files alone.
+    public static let bytesPerRequest: Int64 = roundTripBytes / Int64(requestsInFlight)
+
+    /// One way of getting a version: what it downloads and in how many requests.
+    public struct Cost: Hashable, Sendable, CustomStringConvertible {
+        public var bytes: Int64
+        public var requests: Int
+
+        public init(bytes: Int64, requests: Int) {
+            self.bytes = bytes
+            self.requests = requests
+        }
+
+        /// `bytes + requests × bytesPerRequest`: what the ways are compared by.
+        public var weight: Int64 { bytes + Int64(requests) * UpdatePlan.bytesPerRequest }
+
+        public var description: String { "\(bytes) B in \(requests) request\(requests == 1 ? "" : "s") (weight \(weight))" }
+    }
+
+    public enum Way: String, Hashable, Sendable, Codable {
+        case objects, delta, full
+    }
+
+    /// The way of least weight; a tie goes to the fewer requests (the bundle before the delta, the delta before the
+    /// objects), since a request's cost is the estimate and its bytes are not.
+    public static func cheapest(objects: Cost?, delta: Cost?, full: Cost) -> Way {
+        var best = (way: Way.full, cost: full)
+        if let delta, delta.weight < best.cost.weight { best = (.delta, delta) }
+        if let objects, objects.weight < best.cost.weight { best = (.objects, objects) }
+        return best.way
     }
 }
