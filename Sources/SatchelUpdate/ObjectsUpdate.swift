@@ -17,6 +17,8 @@ struct ObjectsUpdate {
     let store: PackageStore
     let download: ResumableDownload
     let folder: String
+    /// Objects in flight at once (``UpdaterOptions/concurrency``).
+    let concurrency: Int
 
     /// What the objects path took, for the outcome.
     struct Taken {
@@ -47,18 +49,21 @@ struct ObjectsUpdate {
         return found
     }
 
-    /// Installs `entry` through its objects, or returns nil when that would cost at least `cheapest` bytes (what the
-    /// delta or the full bundle costs); every byte received (a patch or object then refused included) counts in `spent`.
+    /// Installs `entry` through its objects, or returns nil when the patch and the objects would not weigh less than
+    /// the delta (nil: none) or the full bundle (``UpdatePlan/cheapest(objects:delta:full:)``: bytes and requests);
+    /// every byte received (a patch or object then refused included) counts in `spent`.
     func install(
-        _ entry: CatalogEntry, content: CatalogContent, from fetched: FetchedCatalog, cheapest: Int64, spent: inout Int64,
-        progress: @Sendable (Int64, Int64) -> Void
+        _ entry: CatalogEntry, content: CatalogContent, from fetched: FetchedCatalog, delta: UpdatePlan.Cost?, full: UpdatePlan.Cost,
+        spent: inout Int64, progress: @Sendable (Int64, Int64) -> Void
     ) async throws(UpdateError) -> Taken? {
         let bases = bases(of: entry.id)
         guard !bases.isEmpty else { return nil }
         // The smallest patch from a version on the device, else the one from nothing.
         let onDevice = Set(bases.map(\.manifest.version))
         let patchEntry = content.patches.filter { $0.from.map(onDevice.contains) ?? false }.min { $0.size < $1.size } ?? content.patch(from: nil)
-        guard let patchEntry, patchEntry.size < cheapest else { return nil }
+        // The patch alone, one request, is the least the objects can weigh: not worth fetching when that loses already.
+        guard let patchEntry, UpdatePlan.cheapest(objects: UpdatePlan.Cost(bytes: patchEntry.size, requests: 1), delta: delta, full: full) == .objects
+        else { return nil }
         let patchFile = try await download.download(
             DownloadTarget(url: try fetched.resolve(patchEntry.url), size: patchEntry.size, sha256: patchEntry.sha256), into: folder,
             counting: &spent, progress: progress)
@@ -108,21 +113,24 @@ struct ObjectsUpdate {
                 throw .content(url: patchEntry.url, "the patch gives no object for \(file.path), which no version on the device holds")
             }
         }
-        let cost = needed.values.reduce(0) { $0 + $1.size }
-        guard patchEntry.size + cost < cheapest else { return nil }
+        let cost = UpdatePlan.Cost(bytes: patchEntry.size + needed.values.reduce(0) { $0 + $1.size }, requests: 1 + needed.count)
+        guard UpdatePlan.cheapest(objects: cost, delta: delta, full: full) == .objects else { return nil }
 
-        // Each object on its own, resumed where a broken connection left it, checked against its SHA-256.
+        // Several objects at once, each resumed where a broken connection left it and checked against its SHA-256.
+        var targets: [DownloadTarget] = []
+        for (sha256, object) in needed {
+            targets.append(DownloadTarget(url: try fetched.resolve(content.objects + object.path(forContent: sha256)), size: object.size, sha256: object.sha256))
+        }
+        let objects = try await ContentFetch(download: download, folder: folder, concurrency: concurrency).fetch(targets, spent: &spent, progress: progress)
+        defer { for path in objects.paths.values { unlink(path) } }
+        received += objects.received
+        resumed = resumed || objects.resumed
         var fetchedObjects: [String: DeltaAssembler.Source] = [:]
-        var downloaded: [String] = []
-        defer { for path in downloaded { unlink(path) } }
-        for (sha256, object) in needed.sorted(by: { $0.key < $1.key }) {
-            let url = try fetched.resolve(content.objects + object.path(forContent: sha256))
-            let report = try await download.download(
-                DownloadTarget(url: url, size: object.size, sha256: object.sha256), into: folder, counting: &spent, progress: progress)
-            downloaded.append(report.path)
-            received += report.received
-            resumed = resumed || report.resumed
-            fetchedObjects[sha256] = object.gzip ? .gzipFile(report.path) : .file(report.path)
+        for (sha256, object) in needed {
+            guard let path = objects.paths[object.sha256] else {
+                throw .content(url: content.objects, "the object of \(sha256) was not fetched")
+            }
+            fetchedObjects[sha256] = object.gzip ? .gzipFile(path) : .file(path)
         }
         let files = parts.map { part in (part.0, part.1 ?? fetchedObjects[part.0.sha256]!) }
 

@@ -160,7 +160,8 @@ extension Satchel {
             abstract: "Update installed packages from a catalog: download (resumable), verify, install as trial.",
             discussion: """
                 The catalog must be signed by a --public-key when one is given (the same keys check the bundles), and \
-                is refused once expired. A delta is used when its base is installed and it is smaller. Exit 0 when \
+                is refused once expired. A delta is used when its base is installed and it is smaller; the objects the device \
+                lacks when they weigh less than that (bytes + 25,000 per request), fetched --concurrency at a time. Exit 0 when \
                 every package is up to date or updated, 1 when any failed (each failed package is left as it was).
                 """)
 
@@ -175,6 +176,8 @@ extension Satchel {
         var packages: [String] = []
         @Option(help: "Attempts per download before giving up (with exponential backoff).")
         var attempts: Int = 4
+        @Option(help: "Objects downloaded at once (1 or more).")
+        var concurrency: Int = UpdatePlan.requestsInFlight
         @Option(
             name: .customLong("trust-root"),
             help: ArgumentHelp("A PEM file of certificate authorities to trust for an https catalog, besides the system's (repeatable).", valueName: "pem-file"))
@@ -192,6 +195,7 @@ extension Satchel {
             let releaseChannel: ReleaseChannel?
             do { releaseChannel = try channel.map { try ReleaseChannel($0) } } catch { throw ValidationError("--channel: \(error)") }
             let ids = try packages.map(parseID)
+            guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more, not \(concurrency)") }
             // The NIO fetcher: real backpressure on Linux and header fields as sent (see SatchelNetwork).
             let fetcher: NIOFetcher
             do throws(FetchError) { fetcher = try NIOFetcher(additionalTrustRoots: trustRoots) } catch {
@@ -200,7 +204,7 @@ extension Satchel {
             let updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
                 catalogURL: catalog, trustedKeys: store.configuration.trustedKeys, runtime: runtimeVersion,
                 allowDowngrade: allowDowngrade, packages: ids, retry: RetryPolicy(attempts: attempts), channel: releaseChannel,
-                sendsReports: !noReports))
+                sendsReports: !noReports, concurrency: concurrency))
             let bar = LockedProgressBar(enabled: !json)
             let report: UpdateReport
             do {

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelBundle
 import SatchelCore
+import SatchelHTTP
 import SatchelStore
 import SatchelTestSupport
 import Testing
@@ -245,7 +246,7 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
 
 /// Four versions of one app, published as `satchel catalog` publishes them (bundles, objects, manifest patches),
 /// served by the fake CDN: each version changes a few of its 60 files.
-private struct ContentRelease {
+struct ContentRelease {
     let key = SigningKey.generate()
     let origin = FakeOrigin()
     let base = "https://cdn.example/releases/"
@@ -255,12 +256,17 @@ private struct ContentRelease {
 
     init(folder: String) throws {
         self.folder = folder
-        var files = (0..<60).reduce(into: [String: String]()) { $0["assets/chunk-\($1).js"] = "export const chunk\($1) = \"" + String(repeating: "v1-\($1) ", count: 300) + "\";" }
+        // Chunks of 8 KB of hex, about 4 KB compressed: a bundle heavy enough that a few objects, at 25,000 bytes a
+        // request (UpdatePlan.bytesPerRequest), still weigh less than it.
+        func chunk(_ index: Int, _ version: String) -> String {
+            "export const chunk\(index) = \"" + hexText(seed: "\(version)-\(index)", count: 8_000) + "\";"
+        }
+        var files = (0..<60).reduce(into: [String: String]()) { $0["assets/chunk-\($1).js"] = chunk($1, "1.0.0") }
         files["index.html"] = "<h1>1.0.0</h1>"
         for (index, version) in ["1.0.0", "1.1.0", "1.2.0", "1.3.0"].enumerated() {
             if index > 0 {
                 files["index.html"] = "<h1>\(version)</h1>"
-                files["assets/chunk-\(index).js"] = "export const chunk\(index) = \"" + String(repeating: "\(version)-\(index) ", count: 300) + "\";"
+                files["assets/chunk-\(index).js"] = chunk(index, version)
                 files["assets/new-\(index).js"] = "export default \(index);"
             }
             bundles[version] = try pack(version, files)
@@ -305,11 +311,28 @@ private struct ContentRelease {
         try PackageStore(root: folder + "/" + name, configuration: StoreConfiguration(trustedKeys: [key.verifyingKey], builtIns: builtIn.map { [$0] } ?? []))
     }
 
-    func updater(_ store: PackageStore) -> Updater {
-        Updater(store: store, fetcher: origin, options: UpdaterOptions(
+    func updater(_ store: PackageStore, fetcher: (any NetworkFetcher)? = nil, concurrency: Int = UpdatePlan.requestsInFlight) -> Updater {
+        Updater(store: store, fetcher: fetcher ?? origin, options: UpdaterOptions(
             catalogURL: base + "catalog.json", trustedKeys: [key.verifyingKey],
-            retry: RetryPolicy(attempts: 3, initialDelay: .milliseconds(1), maxDelay: .milliseconds(5))))
+            retry: RetryPolicy(attempts: 3, initialDelay: .milliseconds(1), maxDelay: .milliseconds(5)), concurrency: concurrency))
     }
+
+    /// The objects 1.3.0 needs on a device holding 1.0.0 (index.html, three chunks, three new files), as URLs.
+    func objectURLs() throws -> [String] {
+        try ["index.html", "assets/chunk-1.js", "assets/chunk-2.js", "assets/chunk-3.js", "assets/new-1.js", "assets/new-2.js", "assets/new-3.js"]
+            .map(objectURL(of:))
+    }
+}
+
+/// `count` characters of hex, the same for the same seed: text that compresses about 2:1, as minified code does.
+func hexText(seed: String, count: Int) -> String {
+    var text = ""
+    var block = Digests.sha256Hex(Array(seed.utf8))
+    while text.count < count {
+        text += block
+        block = Digests.sha256Hex(Array(block.utf8))
+    }
+    return String(text.prefix(count))
 }
 
 @Suite("Updates from any base: objects and manifest patches")
