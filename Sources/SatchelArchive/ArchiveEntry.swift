@@ -1,3 +1,5 @@
+import SatchelCore
+
 /// Bounds on what reading an archive may cost, and what an entry is: shared by the device's zip reader
 /// (``ZipReader``) and the publishing side's libarchive reader, so both refuse the same archives.
 
@@ -13,7 +15,8 @@ public struct ArchiveLimits: Sendable, Equatable {
     public var ratioGraceBytes: Int64
 
     public init(
-        maxEntries: Int = 100_000, maxEntryBytes: Int64 = 4 << 30, maxTotalBytes: Int64 = 8 << 30,
+        maxEntries: Int = BundleLimits.maxArchiveEntries, maxEntryBytes: Int64 = BundleLimits.maxFileBytes,
+        maxTotalBytes: Int64 = BundleLimits.maxTotalBytes + Int64(Manifest.maxBytes) + (64 << 10),
         maxCompressionRatio: Int = 200, ratioGraceBytes: Int64 = 32 << 20
     ) {
         self.maxEntries = maxEntries

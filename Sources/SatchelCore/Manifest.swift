@@ -29,7 +29,8 @@ public struct Manifest: Hashable, Sendable {
     public static let deltaFileName = "satchel-delta.json"
     /// Names a package may not use at its root: the bundle and the store keep their own files there.
     public static let reservedRootNames: Set<String> = [fileName, signatureFileName, deltaFileName]
-    /// A manifest larger than this is refused before it is parsed (about 50,000 files).
+    /// A manifest larger than this is refused before it is parsed: at about 160 bytes per file record, the
+    /// ``BundleLimits/maxFiles`` files of a front end with paths of typical length.
     public static let maxBytes = 16 << 20
 
     public let schema: Int
@@ -61,6 +62,9 @@ public struct Manifest: Hashable, Sendable {
             schema: Self.schemaVersion, id: id, version: version, createdAt: createdAt, scope: scope, entry: entry,
             spaFallback: spaFallback, offlinePage: offlinePage, routes: routes, cachePolicies: cachePolicies, minRuntime: minRuntime,
             files: sorted, contentHash: Digests.contentHash(of: sorted.map { ($0.path, $0.sha256) }))
+        // What a reader would refuse unparsed must not be made: the manifest's bytes are bounded too.
+        let bytes = canonicalBytes.count
+        guard bytes <= Self.maxBytes else { throw .limit(.manifestTooLarge(bytes: bytes, limit: Self.maxBytes)) }
     }
 
     private init(
@@ -103,6 +107,7 @@ public struct Manifest: Hashable, Sendable {
     private func validate() throws(ManifestError) {
         guard schema == Self.schemaVersion else { throw .unsupportedSchema(schema) }
         guard !files.isEmpty else { throw .noFiles }
+        do { try BundleLimits.check(files.lazy.map { (path: $0.path.value, size: $0.size) }) } catch { throw .limit(error) }
         var collisionKeys: [String: SafePath] = [:]
         var folders = Set<String>()
         var previous: SafePath?
@@ -211,9 +216,36 @@ public struct Manifest: Hashable, Sendable {
         return .object(root)
     }
 
+    /// How many times the 8 bytes `"sha256"` occur: one unaligned 8-byte load per position, cheap even unoptimised
+    /// (a manifest at the limit is about 12 MB).
+    private static func recordKeys(in bytes: [UInt8]) -> Int {
+        let key = Array(#""sha256""#.utf8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        return bytes.withUnsafeBytes { raw in
+            guard raw.count >= 8 else { return 0 }
+            var count = 0
+            var index = 0
+            let last = raw.count - 8
+            while index <= last {
+                if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) == key {
+                    count += 1
+                    index += 8
+                } else {
+                    index += 1
+                }
+            }
+            return count
+        }
+    }
+
     /// Parses and checks `satchel.json` bytes. With `requireCanonical`, bytes that are valid but not in
     /// canonical form are refused too: a signed manifest must be the exact bytes the packer wrote.
     public static func decode(_ bytes: [UInt8], requireCanonical: Bool = true) throws(ManifestError) -> Manifest {
+        // Too many files is known from one pass over the bytes, before a JSON tree of them is built: every file record
+        // has one `"sha256"` key, and the name cannot occur unescaped inside a JSON string.
+        if bytes.count <= maxBytes, bytes.count > BundleLimits.maxFiles * 64 {
+            let records = recordKeys(in: bytes)
+            if records > BundleLimits.maxFiles { throw .limit(.tooManyFiles(count: records, limit: BundleLimits.maxFiles)) }
+        }
         let wire = try VersionedDocument.decode(Wire.self, from: bytes, maxBytes: maxBytes, schema: schemaVersion, as: ManifestError.self)
         var files: [FileRecord] = []
         files.reserveCapacity(wire.files.count)
@@ -284,11 +316,14 @@ public enum ManifestError: Error, Equatable, Sendable, CustomStringConvertible, 
     /// A field this runtime does not know: a manifest of a newer format (its bundle's catalog entry should carry a
     /// `minRuntime` that keeps older runtimes away).
     case unknownField(String)
+    /// Past one of ``BundleLimits``.
+    case limit(BundleLimitError)
 
     public var description: String {
         switch self {
         case .malformed(let why): "manifest is malformed: \(why)"
         case .tooLarge(let size): "manifest is \(size) bytes, more than the \(Manifest.maxBytes) allowed"
+        case .limit(let error): "manifest refused: \(error)"
         case .missingField(let field): "manifest lacks the field \(field)"
         case .invalidField(let error): "manifest has an \(error)"
         case .unsupportedSchema(let schema): "manifest schema \(schema) is not supported (this Satchel reads schema \(Manifest.schemaVersion))"

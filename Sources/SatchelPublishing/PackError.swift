@@ -29,6 +29,8 @@ public enum PackError: Error, Equatable, Sendable, CustomStringConvertible {
     case outputFolder(path: String, errno: Int32)
     case invalidOption(FieldError)
     case manifest(ManifestError)
+    /// Past one of ``BundleLimits``: readers would refuse the bundle.
+    case limit(BundleLimitError)
     case archive(ArchiveError)
 
     public var description: String {
@@ -51,6 +53,7 @@ public enum PackError: Error, Equatable, Sendable, CustomStringConvertible {
         case .outputFolder(let path, let code): "cannot write to output folder \(path): \(String(cString: strerror(code)))"
         case .invalidOption(let error): "\(error)"
         case .manifest(let error): "\(error)"
+        case .limit(let error): "cannot pack: \(error)"
         case .archive(let error): "\(error)"
         }
     }

@@ -102,6 +102,8 @@ public enum Packer {
         progress: (PackProgress) -> Void = { _ in }
     ) throws(PackError) -> PackResult {
         let files = try SourceTree.scan(root: source, excludes: options.excludes)
+        // Before a file is hashed: what readers would refuse is not made (the manifest's own size is checked once built).
+        do { try BundleLimits.check(files.lazy.map { (path: $0.path.value, size: $0.size) }) } catch { throw .limit(error) }
         let totalBytes = files.reduce(Int64(0)) { $0 + $1.size }
         progress(.scanned(files: files.count, bytes: totalBytes))
         let paths = Set(files.map(\.path))

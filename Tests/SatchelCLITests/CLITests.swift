@@ -1,4 +1,5 @@
 import Foundation
+import SatchelCore
 import SatchelTestSupport
 import Testing
 
@@ -119,6 +120,23 @@ struct CLITests {
             let badEpoch = try CLI.run(["pack", folder + "/src", "--id", "a", "--version", "1.0.0", "--host", "a.example", "--output", folder + "/out"], environment: ["SOURCE_DATE_EPOCH": "soon"])
             #expect(badEpoch.status == 1)
             #expect(badEpoch.stderr.contains("SOURCE_DATE_EPOCH=soon"))
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder + "/out")) ?? []).isEmpty)
+        }
+    }
+
+    @Test("pack refuses a source past a bundle limit from the file list, before hashing a byte (a sparse 4 GiB + 1 file)")
+    func packLimits() throws {
+        try withTemporaryFolder { folder throws in
+            try makeTree(folder + "/src", app)
+            // Sparse: no disk used, but hashing it would read 4 GiB of zeros (tens of seconds here).
+            let handle = try #require(FileHandle(forWritingAtPath: folder + "/src/img/a.png"))
+            try handle.truncate(atOffset: UInt64(BundleLimits.maxFileBytes) + 1)
+            try handle.close()
+            let refused = try CLI.run(["pack", folder + "/src", "--id", "a", "--version", "1.0.0", "--host", "a.example", "--output", folder + "/out", "--quiet"])
+            #expect(refused.status == 1)
+            #expect(refused.stderr == "error: cannot pack: \"img/a.png\" is 4294967297 bytes, more than the limit of 4294967296 for one file\n")
+            // "cannot pack:" is the check on the scanned list, which runs before hashing; the manifest's own check,
+            // after hashing, would say "manifest refused".
             #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder + "/out")) ?? []).isEmpty)
         }
     }
