@@ -84,14 +84,12 @@ public struct VersionStatus: Hashable, Sendable, Codable {
         failuresByReason.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     }
 
+    /// The reference count over parsed records, kept simple so it can be read against docs/formats.md ("Counting");
+    /// ``ReportTally`` gives the same rows while reading reports as a stream.
     public static func compute(_ catalog: Catalog, channel: ReleaseChannel? = nil, records: [ReportRecord]) -> [VersionStatus] {
-        var rows: [VersionStatus] = []
-        let versions: [(CatalogEntry, Rollout?)] = catalog.packages.map { ($0, nil) } + catalog.rollouts.map { ($0.entry, $0) }
-        for (entry, rollout) in versions.sorted(by: { ($0.0.id.value, $0.0.version) < ($1.0.id.value, $1.0.version) }) {
+        rows(catalog) { entry, since in
             var offered = Set<String>(), installed = Set<String>(), confirmed = Set<String>(), failed = Set<String>()
             var reasons: [String: (at: Timestamp, why: String)] = [:]
-            let watch = rollout == nil ? catalog.watch(of: entry) : nil
-            let since = rollout?.since ?? watch?.since
             // Strictly after: timestamps have whole seconds, so a report from the step's own second may predate it.
             for record in records where since.map({ record.at > $0 }) ?? true && (channel.map { record.report.channel == $0 } ?? true) {
                 for item in record.report.items where item.id == entry.id && item.version == entry.version {
@@ -104,19 +102,18 @@ public struct VersionStatus: Hashable, Sendable, Codable {
                         guard item.why != "revoked" else { continue }
                         installed.insert(item.token)
                         failed.insert(item.token)
-                        if let seen = reasons[item.token], seen.at > record.at { continue }
-                        reasons[item.token] = (record.at, item.why ?? TrialFailure.trial.why)
+                        let why = item.why ?? TrialFailure.trial.why
+                        // The latest report's reason; within one second the greater word, so the order of lines (or of
+                        // files) never changes the answer.
+                        if let seen = reasons[item.token], seen.at > record.at || (seen.at == record.at && seen.why >= why) { continue }
+                        reasons[item.token] = (record.at, why)
                     }
                 }
             }
-            let bounds = WilsonInterval.bounds(failures: failed.count, trials: installed.count)
-            rows.append(VersionStatus(
-                id: entry.id.value, version: entry.version.description, percent: Double(rollout?.permille ?? 1000) / 10, state: rollout?.state.rawValue ?? "released",
+            return Counts(
                 offered: offered.count, installed: installed.count, confirmed: confirmed.count, failed: failed.count,
-                failureRate: installed.isEmpty ? 0 : Double(failed.count) / Double(installed.count), interval: [bounds.low, bounds.high],
-                failuresByReason: reasons.values.reduce(into: [:]) { $0[$1.why, default: 0] += 1 }, since: since?.description, watched: watch != nil))
+                failuresByReason: reasons.values.reduce(into: [:]) { $0[$1.why, default: 0] += 1 })
         }
-        return rows
     }
 }
 
