@@ -149,11 +149,14 @@ let package = Package(
         // The rollout report page (`satchel rollout report`): a pure value -> HTML renderer over SatchelCore's rollout
         // counts, apart from the CLI so the page is tested without running it.
         .target(name: "SatchelReportPage", dependencies: ["SatchelCore"]),
+        // Device reports read as a stream for `satchel rollout`: files plain or gzip (zlib, any number of members) and
+        // the state kept between runs, so an hourly run reads only what is new.
+        .target(name: "SatchelReports", dependencies: ["SatchelCore", "CZlib"]),
         .executableTarget(
             name: "satchel",
             dependencies: [
                 "SatchelCore", "SatchelBundle", "SatchelPublishing", "SatchelStore", "SatchelEngine", "SatchelHTTP", "SatchelCache",
-                "SatchelServer", "SatchelUpdate", "SatchelOptions", "SatchelNetwork", "SatchelPlatform", "SatchelReportPage",
+                "SatchelServer", "SatchelUpdate", "SatchelOptions", "SatchelNetwork", "SatchelPlatform", "SatchelReportPage", "SatchelReports",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

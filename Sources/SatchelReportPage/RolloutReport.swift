@@ -1,8 +1,9 @@
 import SatchelCore
 
 /// Everything the page shows, as plain values: built from a catalog, its reports and a rollout log by `build`, drawn
-/// by ``RolloutReportPage``. The numbers per version are `VersionStatus.compute`'s, the very ones `satchel rollout
-/// status` prints; the series are the same computation over the reports received up to each edge of the time axis.
+/// by ``RolloutReportPage``. The numbers per version are the ones `satchel rollout status` prints (`ReportTally`, equal
+/// to `VersionStatus.compute`'s); the series are the same counts over the reports received up to each edge of the time
+/// axis, gathered in the same pass.
 public struct RolloutReport: Hashable, Sendable {
     /// Counts at one edge of the time axis.
     public struct Point: Hashable, Sendable {
@@ -12,6 +13,15 @@ public struct RolloutReport: Hashable, Sendable {
         public var failed: Int
         public var failureRate: Double
         public var interval: [Double]
+
+        /// The counts of `VersionStatus` at `at`, with the failure rate and interval it would give.
+        public init(at: Timestamp, installed: Int, confirmed: Int, failed: Int) {
+            self.at = at
+            self.installed = installed
+            self.confirmed = confirmed
+            self.failed = failed
+            (failureRate, interval) = VersionStatus.failureRate(failed: failed, installed: installed)
+        }
 
         public init(at: Timestamp, status: VersionStatus) {
             self.at = at
@@ -102,26 +112,31 @@ public struct RolloutReport: Hashable, Sendable {
     public static func build(
         catalog: Catalog, records: [ReportRecord], skipped: Int, log: RolloutLog?, maxFailureRate: Double?, sources: Sources
     ) -> RolloutReport {
-        let sorted = records.sorted { $0.at < $1.at }
-        let statuses = VersionStatus.compute(catalog, records: sorted)
+        let tally = ReportTally()
+        tally.trackSeries(for: catalog)
+        for record in records { tally.add(record) }
+        return build(catalog: catalog, tally: tally, skipped: skipped, log: log, maxFailureRate: maxFailureRate, sources: sources)
+    }
+
+    /// The report from a tally that gathered its series (`ReportTally.trackSeries(for: catalog)` before the first
+    /// line): the numbers are `tally.statuses(catalog)`, the very ones `satchel rollout status` prints, and each point
+    /// of a series is what they were over the reports received up to that edge of the time axis.
+    public static func build(catalog: Catalog, tally: ReportTally, log: RolloutLog?, maxFailureRate: Double?, sources: Sources) -> RolloutReport {
+        build(catalog: catalog, tally: tally, skipped: tally.skipped, log: log, maxFailureRate: maxFailureRate, sources: sources)
+    }
+
+    private static func build(catalog: Catalog, tally: ReportTally, skipped: Int, log: RolloutLog?, maxFailureRate: Double?, sources: Sources) -> RolloutReport {
+        let statuses = tally.statuses(catalog)
         let events = (log?.events ?? []).sorted { $0.at < $1.at }
-        let bins = TimeBins.covering(sorted.map(\.at) + events.map(\.at))
-        // The same counting over every report: each version as if released to everyone, which counts every report,
-        // whatever step or watch the catalog says counting began at.
-        let everything = (try? Catalog(expires: catalog.expires, packages: catalog.packages + catalog.rollouts.map(\.entry), serial: catalog.serial)) ?? catalog
+        let bins = TimeBins.covering([tally.earliest, tally.latest].compactMap { $0 } + events.map(\.at))
         var allReports: [[Point]] = Array(repeating: [], count: statuses.count)
         var currentStep: [[Point]] = Array(repeating: [], count: statuses.count)
-        if let bins, !sorted.isEmpty {
-            var upTo = 0
-            for edge in bins.edges {
-                while upTo < sorted.count, sorted[upTo].at <= edge { upTo += 1 }
-                let prefix = Array(sorted[..<upTo])
-                let spread = VersionStatus.compute(everything, records: prefix)
-                let judged = VersionStatus.compute(catalog, records: prefix)
-                for index in statuses.indices {
-                    allReports[index].append(Point(at: edge, status: spread[index]))
-                    currentStep[index].append(Point(at: edge, status: judged[index]))
-                }
+        // Over every report, each version as if released to everyone (whatever step or watch the catalog says counting
+        // began at: how it spread), and since its step or watch (what `rollout advance` judged at each moment).
+        if let bins, tally.earliest != nil, let counts = tally.seriesCounts(at: bins.edges), counts.all.count == statuses.count {
+            for index in statuses.indices {
+                allReports[index] = zip(bins.edges, counts.all[index]).map { Point(at: $0, installed: $1.installed, confirmed: $1.confirmed, failed: $1.failed) }
+                currentStep[index] = zip(bins.edges, counts.sinceStart[index]).map { Point(at: $0, installed: $1.installed, confirmed: $1.confirmed, failed: $1.failed) }
             }
         }
         let versions = statuses.enumerated().map { index, status in
@@ -135,7 +150,7 @@ public struct RolloutReport: Hashable, Sendable {
                 log?.latestMaxFailureRate.map { Threshold(value: $0.value, source: .log(at: $0.at)) }
             }
         return RolloutReport(
-            sources: sources, catalogSerial: catalog.serial, versions: versions, bins: bins, records: records.count, skippedReports: skipped,
+            sources: sources, catalogSerial: catalog.serial, versions: versions, bins: bins, records: tally.records, skippedReports: skipped,
             events: events, badLogLines: log?.badLines ?? 0, threshold: threshold)
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelCore
 import SatchelOptions
+import SatchelReports
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -129,18 +130,51 @@ extension Satchel {
         }
 
         struct ReportOptions: ParsableArguments {
-            @Option(help: "The reports file (JSON lines: satchel serve --reports, or an access log in the same shape).", completion: .file())
-            var reports: String
+            @Option(
+                help: ArgumentHelp(
+                    "A reports file: JSON lines (satchel serve --reports) or an access log's lines in the nginx format of docs/formats.md; gzip when it ends in .gz. Repeat it for rotated logs.",
+                    valueName: "file"),
+                completion: .file())
+            var reports: [String] = []
+            /// The counting as it was before reports were streamed: every file in memory, every line parsed by
+            /// `ReportRecord.parse`, `VersionStatus.compute` over the records. Kept for tools/bench-rollout, which
+            /// checks the two give the same output; not documented.
+            @Flag(name: .customLong("reference-count"), help: .hidden)
+            var referenceCount = false
 
-            /// Every record that parses; the others are counted, never fatal (a log holds other lines too).
-            func records() throws -> (records: [ReportRecord], skipped: Int) {
-                guard let data = FileManager.default.contents(atPath: reports) else { throw Output.failure("cannot read reports \(reports)") }
+            func validate() throws {
+                guard !reports.isEmpty else { throw ValidationError("give at least one --reports file") }
+            }
+
+            var named: String { reports.joined(separator: ", ") }
+
+            /// Every record that parses, by the reference parser; the other lines counted.
+            func referenceRecords() throws -> (records: [ReportRecord], skipped: Int) {
                 var records: [ReportRecord] = []
                 var skipped = 0
-                for line in data.split(separator: 0x0A) where !line.isEmpty {
-                    if let record = try? ReportRecord.parse(line: Array(line)) { records.append(record) } else { skipped += 1 }
+                for path in reports {
+                    let data = try Output.failing { () throws(ReportInputError) in try ReportReader.contents(path) }
+                    for line in data.split(separator: 0x0A) where !line.isEmpty {
+                        if let record = try? ReportRecord.parse(line: Array(line)) { records.append(record) } else { skipped += 1 }
+                    }
                 }
                 return (records, skipped)
+            }
+
+            /// The reports counted (after the state at `state`, when given, which is then brought up to date).
+            func count(_ catalog: Catalog, state: String? = nil) throws -> (statuses: [VersionStatus], records: Int, skipped: Int, save: () throws -> Void) {
+                if referenceCount {
+                    guard state == nil else { throw ValidationError("--reference-count reads every line; it takes no --state") }
+                    let (records, skipped) = try referenceRecords()
+                    return (VersionStatus.compute(catalog, records: records), records.count, skipped, {})
+                }
+                let result = try Output.failing { () throws(ReportInputError) in try ReportReader.read(reports, state: state) }
+                for note in result.notes { Output.note(note) }
+                let save = {
+                    guard let state else { return }
+                    try Output.failing { () throws(ReportInputError) in try ReportReader.save(result, to: state) }
+                }
+                return (result.tally.statuses(catalog), result.tally.records, result.tally.skipped, save)
             }
         }
 
@@ -150,16 +184,18 @@ extension Satchel {
             @Option(help: "The catalog.json.", completion: .file())
             var catalog: String
             @OptionGroup var reports: ReportOptions
+            @Option(help: "Keep the counts in this file between runs, so the next run reads only what the reports files gained (created when missing).", completion: .file())
+            var state: String?
             @Flag(help: "Print one JSON object: {versions: [{id, version, percent, state, offered, installed, confirmed, failed, failureRate, interval, failuresByReason, since?, watched}], records, skipped}.")
             var json = false
 
             func run() throws {
                 let catalog = try CatalogFile.read(self.catalog)
-                let (records, skipped) = try reports.records()
-                let rows = VersionStatus.compute(catalog, records: records)
+                let (rows, records, skipped, save) = try reports.count(catalog, state: state)
+                try save()
                 if json {
                     struct Wire: Encodable { let versions: [VersionStatus]; let records: Int; let skipped: Int }
-                    Output.json(Wire(versions: rows, records: records.count, skipped: skipped))
+                    Output.json(Wire(versions: rows, records: records, skipped: skipped))
                     return
                 }
                 Output.line("id          version     percent  state     offered  installed  confirmed  failed  failure rate (95 % interval)  failures by reason")
@@ -173,7 +209,7 @@ extension Satchel {
                             + (row.failuresByReason.isEmpty ? "" : "  " + row.reasonsText))
                 }
                 if rows.contains(where: \.watched) { Output.line("* watched: rollout advance may still halt it") }
-                if skipped > 0 { Output.note("\(skipped) line\(skipped == 1 ? "" : "s") of \(reports.reports) did not parse as a report") }
+                if skipped > 0 { Output.note("\(skipped) line\(skipped == 1 ? "" : "s") of \(reports.named) did not parse as a report") }
             }
         }
 
@@ -199,6 +235,8 @@ extension Satchel {
             var confirmations: Int = 1000
             @Option(help: "Append one JSON line per decision to this file (created when missing).", completion: .file())
             var log: String?
+            @Option(help: "Keep the counts in this file between runs, so the next run reads only what the reports files gained (created when missing).", completion: .file())
+            var state: String?
             @Flag(help: "Print one JSON object: {changed, serial, steps: [{id, version, action, to?, reason?, status}]}.")
             var json = false
 
@@ -222,8 +260,7 @@ extension Satchel {
                 let logFile = try log.map { try DecisionLog(path: $0) }
                 let start = try CatalogFile.read(edit.catalog)
                 var catalog = start
-                let (records, _) = try reports.records()
-                let statuses = VersionStatus.compute(catalog, records: records)
+                let (statuses, _, _, saveState) = try reports.count(catalog, state: state)
                 func status(_ id: PackageID, _ version: SemanticVersion) -> VersionStatus? {
                     statuses.first { $0.id == id.value && $0.version == version.description }
                 }
@@ -268,6 +305,9 @@ extension Satchel {
                         try logFile.append(DecisionLog.Line(at: now, serial: catalog.serial, step: step, maxFailureRate: maxFailureRate))
                     }
                 }
+                // Last: the counts hold for any step's start, so the state is the same whether or not a step was taken,
+                // and a run that failed before here leaves the previous state, which the next run reads on from.
+                try saveState()
                 if json {
                     struct Wire: Encodable { let changed: Bool; let serial: Int64; let steps: [Step] }
                     Output.json(Wire(changed: changed, serial: catalog.serial, steps: taken))

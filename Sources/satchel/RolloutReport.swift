@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SatchelCore
 import SatchelReportPage
+import SatchelReports
 
 extension Satchel.RolloutCommand {
     struct Report: ParsableCommand {
@@ -27,20 +28,27 @@ extension Satchel.RolloutCommand {
 
         func run() throws {
             let catalog = try CatalogFile.read(self.catalog)
-            let (records, skipped) = try reports.records()
             let parsedLog = try log.map { path in
                 guard let data = FileManager.default.contents(atPath: path) else { throw Output.failure("cannot read log \(path)") }
                 return RolloutLog.parse(Array(data))
             }
-            let report = RolloutReport.build(
-                catalog: catalog, records: records, skipped: skipped, log: parsedLog, maxFailureRate: maxFailureRate,
-                sources: .init(catalog: self.catalog, reports: reports.reports, log: log))
+            let sources = RolloutReport.Sources(catalog: self.catalog, reports: reports.named, log: log)
+            let report: RolloutReport
+            if reports.referenceCount {
+                let (records, skipped) = try reports.referenceRecords()
+                report = RolloutReport.build(catalog: catalog, records: records, skipped: skipped, log: parsedLog, maxFailureRate: maxFailureRate, sources: sources)
+            } else {
+                // One pass: the tally gathers the counts over time as it reads.
+                let result = try Output.failing { () throws(ReportInputError) in try ReportReader.read(reports.reports, series: catalog) }
+                report = RolloutReport.build(catalog: catalog, tally: result.tally, log: parsedLog, maxFailureRate: maxFailureRate, sources: sources)
+            }
+            let (records, skipped) = (report.records, report.skippedReports)
             let page = Data(RolloutReportPage.html(report, generated: CatalogFile.now()).utf8)
             do { try page.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
                 throw Output.failure("cannot write \(output): \(error.localizedDescription)")
             }
-            Output.line("wrote \(output) (\(Output.bytes(Int64(page.count)))): \(report.versions.count) version\(report.versions.count == 1 ? "" : "s"), \(records.count) report\(records.count == 1 ? "" : "s")")
-            if skipped > 0 { Output.note("\(skipped) line\(skipped == 1 ? "" : "s") of \(reports.reports) did not parse as a report") }
+            Output.line("wrote \(output) (\(Output.bytes(Int64(page.count)))): \(report.versions.count) version\(report.versions.count == 1 ? "" : "s"), \(records) report\(records == 1 ? "" : "s")")
+            if skipped > 0 { Output.note("\(skipped) line\(skipped == 1 ? "" : "s") of \(reports.named) did not parse as a report") }
             if let parsedLog, let log, parsedLog.badLines > 0 {
                 Output.note("\(parsedLog.badLines) line\(parsedLog.badLines == 1 ? "" : "s") of \(log) did not read as a rollout decision")
             }

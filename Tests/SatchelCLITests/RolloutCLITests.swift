@@ -131,6 +131,146 @@ struct RolloutCLITests {
         }
     }
 
+    /// Reports of `devices` devices on shop 1.0.0 and 1.1.0, each line as JSON (the POST's shape) or, every third, as
+    /// the nginx log_format of docs/formats.md writes it (header values, `at` with an offset); some fail with reasons,
+    /// and lines that are no reports sit among them.
+    func mixedReports(_ devices: Range<Int>, at: Timestamp) throws -> [[UInt8]] {
+        let shop = try PackageID("shop"), v100 = try SemanticVersion("1.0.0"), v110 = try SemanticVersion("1.1.0")
+        var lines: [[UInt8]] = []
+        for n in devices {
+            let token = String(format: "%016x", n &* 2_654_435_761)
+            let items: [DeviceReport.Item] = switch n % 7 {
+            case 0: [.init(id: shop, role: .failed, version: v110, token: token, why: n % 2 == 0 ? "crashed" : nil), .init(id: shop, role: .active, version: v100, token: token, state: "confirmed")]
+            case 1: [.init(id: shop, role: .offered, version: v110, token: token, cohort: n % 1000)]
+            default: [.init(id: shop, role: .active, version: v110, token: token, state: n % 3 == 0 ? "trial" : "confirmed")]
+            }
+            let record = ReportRecord(at: Timestamp(secondsSinceEpoch: at.secondsSinceEpoch + Int64(n % 5)), via: "post", report: DeviceReport(channel: .production, items: items))
+            if n % 3 == 0 {
+                let report = record.report.headerFields[1].value.replacingOccurrences(of: "\"", with: "\\\"")
+                let local = String(Timestamp(secondsSinceEpoch: record.at.secondsSinceEpoch + 3600).description.dropLast()) + "+01:00"
+                lines.append(Array(#"{"at":"\#(local)","via":"header","channel":"","report":"\#(report)"}"#.utf8))
+            } else {
+                lines.append(Array(record.jsonLine.dropLast()))
+            }
+            if n % 50 == 0 { lines.append(Array("GET /catalog.json 200".utf8)) }
+        }
+        return lines
+    }
+
+    func write(_ lines: [[UInt8]], to path: String, newlineAtEnd: Bool = true, gzipMembers: Int = 0) throws {
+        let text = lines.map { $0 + [0x0A] }.joined()
+        let bytes = newlineAtEnd ? Array(text) : Array(text.dropLast())
+        guard gzipMembers > 0 else { return try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+        // Several gzip members, one after another, as `cat a.gz b.gz` or nginx's buffered gzip logs write them.
+        var joined = Data()
+        let size = (bytes.count + gzipMembers - 1) / gzipMembers
+        for start in stride(from: 0, to: bytes.count, by: size) {
+            try Data(bytes[start..<min(bytes.count, start + size)]).write(to: URL(fileURLWithPath: path + ".part"))
+            _ = try run("/usr/bin/gzip", ["-f", "-n", path + ".part"])
+            joined += try Data(contentsOf: URL(fileURLWithPath: path + ".part.gz"))
+        }
+        try? FileManager.default.removeItem(atPath: path + ".part.gz")
+        try joined.write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test("rollout status reads several --reports (gzip of several members, nginx lines, a last line cut short) as the reference count does; --state reads on from where it stopped, through growth and rotation, starts over when an input changed, and refuses a damaged state")
+    func streamedReportsAndState() throws {
+        try withTemporaryFolder { folder throws in
+            let (catalog, key) = try publish(folder)
+            #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "10", "--catalog", catalog, "--sign-key", key]).status == 0)
+            let since = try #require(try read(catalog).rollouts.first?.since)
+            let at = Timestamp(secondsSinceEpoch: since.secondsSinceEpoch + 1)
+            let all = try mixedReports(0..<900, at: at)
+            let (old, live, state) = (folder + "/reports.1.gz", folder + "/reports.log", folder + "/state/reports.state")
+            try FileManager.default.createDirectory(atPath: folder + "/state", withIntermediateDirectories: true)
+            try write(Array(all[0..<300]), to: old, gzipMembers: 3)
+            // The live log's last line is being written: no newline yet.
+            try write(Array(all[300..<500]) + [Array(all[500].prefix(40))], to: live, newlineAtEnd: false)
+
+            /// status --json as the reference count gives it, and as the streaming count gives it with the state.
+            func compare(_ inputs: [String], note expectedNote: Bool = false, _ comment: Comment) throws {
+                let reports = inputs.flatMap { ["--reports", $0] }
+                let reference = try CLI.run(["rollout", "status", "--catalog", catalog, "--json", "--reference-count"] + reports)
+                let streamed = try CLI.run(["rollout", "status", "--catalog", catalog, "--json", "--state", state] + reports)
+                #expect(reference.status == 0 && streamed.status == 0, "\(reference.stderr)\(streamed.stderr)")
+                #expect(streamed.stdout == reference.stdout, comment)
+                #expect(streamed.stderr.contains("read from the start") == expectedNote, "\(comment): \(streamed.stderr)")
+                #expect(streamed.stdout.contains(#""failuresByReason":{"crashed":"#), "\(streamed.stdout)")
+            }
+            let plain = try CLI.run(["rollout", "status", "--catalog", catalog, "--json", "--reports", old, "--reports", live])
+            let reference = try CLI.run(["rollout", "status", "--catalog", catalog, "--json", "--reference-count", "--reports", old, "--reports", live])
+            #expect(plain.status == 0 && plain.stdout == reference.stdout, "\(plain.stdout)\(plain.stderr)")
+            #expect(plain.stdout.contains(#""skipped":11"#), "ten lines that are no reports and the cut line: \(plain.stdout)")
+            try compare([old, live], "first run: everything read, the state written")
+            #expect(FileManager.default.fileExists(atPath: state) && !FileManager.default.fileExists(atPath: state + ".tmp-0"))
+            try compare([old, live], "a second run with nothing new")
+
+            // The live log grows: its cut line is finished and more follow.
+            let handle = try #require(FileHandle(forWritingAtPath: live))
+            handle.seekToEndOfFile()
+            handle.write(Data((Array(all[500].dropFirst(40)) + [0x0A] + Array(all[501..<700].map { $0 + [0x0A] }.joined())).count > 0
+                ? Array(all[500].dropFirst(40)) + [0x0A] + Array(all[501..<700].map { $0 + [0x0A] }.joined()) : []))
+            try handle.close()
+            try compare([old, live], "the live log grew")
+
+            // Rotation: the live log renamed and compressed, a new one begun; inputs are known by content, not name.
+            let rotated = folder + "/reports.2.gz"
+            let liveBytes = try readBytes(live)
+            try FileManager.default.removeItem(atPath: live)
+            try Data(liveBytes).write(to: URL(fileURLWithPath: folder + "/reports.2"))
+            _ = try run("/usr/bin/gzip", ["-n", folder + "/reports.2"])
+            try write(Array(all[700..<800]), to: live)
+            try compare([old, rotated, live], "rotated")
+
+            // An input rewritten (not grown): its earlier counts cannot be taken back, so every input is read again.
+            try write(Array(all[0..<150]), to: old, gzipMembers: 1)
+            try compare([old, rotated, live], note: true, "an input changed")
+            // Left out: the same.
+            try compare([rotated, live], note: true, "an input left out")
+
+            // A state that is not one, or is damaged, is refused, naming the file; the catalog is not the state's business.
+            try Data("{\"expires\":\"2030-01-01T00:00:00Z\"}".utf8).write(to: URL(fileURLWithPath: state))
+            let refused = try CLI.run(["rollout", "status", "--catalog", catalog, "--reports", live, "--state", state])
+            #expect(refused.status == 1 && refused.stderr.contains(state) && refused.stderr.contains("not a rollout report state"), "\(refused.stderr)")
+            let damagedGzip = folder + "/broken.gz"
+            try Data(try readBytes(rotated).dropLast(9)).write(to: URL(fileURLWithPath: damagedGzip))
+            let broken = try CLI.run(["rollout", "status", "--catalog", catalog, "--reports", damagedGzip])
+            #expect(broken.status == 1 && broken.stderr.contains(damagedGzip), "\(broken.stderr)")
+            #expect(try CLI.run(["rollout", "status", "--catalog", catalog]).status == 64)
+        }
+    }
+
+    @Test("rollout advance --state judges from the counts a full count gives, also after a step moved the start: the state keeps per device the latest time of each fact")
+    func advanceWithState() throws {
+        try withTemporaryFolder { folder throws in
+            let (catalog, key) = try publish(folder)
+            #expect(try CLI.run(["rollout", "set", "shop", "1.1.0", "--percent", "1", "--catalog", catalog, "--sign-key", key]).status == 0)
+            let reports = folder + "/reports.log", state = folder + "/advance.state", before = folder + "/before.json"
+            var since = try #require(try read(catalog).rollouts.first?.since)
+            var lines = try mixedReports(0..<400, at: Timestamp(secondsSinceEpoch: since.secondsSinceEpoch + 1))
+            for round in 0..<2 {
+                try write(lines, to: reports)
+                while Int64(Date().timeIntervalSince1970) < since.secondsSinceEpoch + 6 { usleep(100_000) }
+                // The catalog as the run finds it: the reference count over it is what the run must have judged.
+                try? FileManager.default.removeItem(atPath: before)
+                try FileManager.default.copyItem(atPath: catalog, toPath: before)
+                let run = try CLI.run(["rollout", "advance", "--catalog", catalog, "--sign-key", key, "--reports", reports, "--state", state,
+                                       "--schedule", "1,5,25,100", "--max-failure-rate", "0.3", "--min-devices", "50", "--json"])
+                #expect(run.status == 0 && !run.stderr.contains("read from the start"), "\(run.stderr)")
+                let reference = try CLI.run(["rollout", "status", "--catalog", before, "--reports", reports, "--reference-count", "--json"])
+                let steps = (try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])?["steps"] as? [[String: Any]] ?? []
+                let rows = (try JSONSerialization.jsonObject(with: Data(reference.stdout.utf8)) as? [String: Any])?["versions"] as? [[String: Any]] ?? []
+                let judged = try #require(steps.first?["status"] as? NSDictionary, "\(run.stdout)")
+                let counted = try #require(rows.first { $0["version"] as? String == "1.1.0" }.map { $0 as NSDictionary })
+                #expect(judged == counted, "round \(round): \(judged) against \(counted)")
+                #expect(steps.first?["action"] as? String == "advanced", "round \(round): \(run.stdout)")
+                // The step moved the start: reports after it come from more devices, appended to the same log.
+                since = try #require(try read(catalog).rollouts.first?.since)
+                lines += try mixedReports(400..<(700 + round * 100), at: Timestamp(secondsSinceEpoch: since.secondsSinceEpoch + 1))
+            }
+        }
+    }
+
     /// One report line: `items` from device `n`, received at `at`.
     func reportLine(_ n: Int, at: Timestamp, _ items: (String) -> [DeviceReport.Item]) -> [UInt8] {
         ReportRecord(at: at, via: "post", report: DeviceReport(channel: .production, items: items(String(format: "%016x", n)))).jsonLine

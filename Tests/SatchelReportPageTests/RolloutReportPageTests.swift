@@ -43,6 +43,30 @@ private let sources = RolloutReport.Sources(catalog: "catalog.json", reports: "r
 
 @Suite("Rollout report page")
 struct RolloutReportPageTests {
+    @Test("each point of both series is the reference count over the reports received up to its edge, though the page reads the reports once")
+    func seriesEqualCountsPerEdge() throws {
+        let (catalog, records) = try fixture()
+        // The watched release and a report from the step's own second make the two series differ where they should.
+        let watched = try Catalog(
+            expires: since, packages: catalog.packages, serial: 8, rollouts: catalog.rollouts,
+            watches: [ReleaseWatch(id: shop, version: v("1.0.0"), since: later(since, 3600))])
+        let extra = records + [record(since.secondsSinceEpoch, [.init(id: shop, role: .active, version: v("1.1.0"), token: token(500), state: "confirmed")])]
+        for catalog in [catalog, watched] {
+            let report = RolloutReport.build(catalog: catalog, records: extra.shuffled(), skipped: 0, log: nil, maxFailureRate: nil, sources: sources)
+            let bins = try #require(report.bins)
+            let everything = try Catalog(expires: catalog.expires, packages: catalog.packages + catalog.rollouts.map(\.entry), serial: catalog.serial)
+            for (index, edge) in bins.edges.enumerated() {
+                let upTo = extra.filter { $0.at <= edge }
+                let spread = VersionStatus.compute(everything, records: upTo), judged = VersionStatus.compute(catalog, records: upTo)
+                for (row, version) in report.versions.enumerated() {
+                    #expect(version.allReports[index] == RolloutReport.Point(at: edge, status: spread[row]), "\(version.status.version) at \(edge)")
+                    #expect(version.currentStep[index] == RolloutReport.Point(at: edge, status: judged[row]), "\(version.status.version) at \(edge)")
+                }
+            }
+            #expect(report.versions.map(\.status) == VersionStatus.compute(catalog, records: extra))
+        }
+    }
+
     @Test("the page carries status's numbers per version, exactly, and failures by reason without revoked")
     func numbers() throws {
         let (catalog, records) = try fixture()
