@@ -196,8 +196,16 @@ extension PackageState {
 
     /// One app launch: a trial counts it; a trial past `maxTrialLaunches` is marked failed and falls back, so a
     /// crash loop ends even if the app never gets to confirm.
+    /// A trial that already ran out with nowhere to go is not counted again: its state stays as it is (so a launch
+    /// rewrites nothing), until a fallback exists, to which it then goes.
     public mutating func beginLaunch(maxTrialLaunches: Int, in available: AvailableVersions) -> LaunchOutcome {
         guard trial != nil else { return .notOnTrial }
+        if failed.contains(active), launches > maxTrialLaunches {
+            guard let target = fallback(in: available) else { return .exhaustedWithoutFallback(active) }
+            let from = active
+            fallBack(to: target, in: available)
+            return .rolledBack(from: from, to: target)
+        }
         launches += 1
         guard launches > maxTrialLaunches else { return .counted(launches) }
         let from = active
