@@ -11,9 +11,13 @@ import Darwin
 /// Plain system calls rather than FileManager: the store needs to know exactly which call failed with
 /// which errno (a full disk is not an I/O error to retry), and where fsync happens.
 enum FileSystem {
-    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    static func exists(_ path: String) -> Bool {
+        FaultInjection.accessed(path)
+        return access(path, F_OK) == 0
+    }
 
     static func isDirectory(_ path: String) -> Bool {
+        FaultInjection.accessed(path)
         var info = stat()
         return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
@@ -32,6 +36,7 @@ enum FileSystem {
 
     /// Names in a folder, without `.` and `..`; empty when the folder does not exist.
     static func list(_ path: String) -> [String] {
+        FaultInjection.accessed(path)
         guard let directory = opendir(path) else { return [] }
         defer { closedir(directory) }
         var names: [String] = []
@@ -45,6 +50,7 @@ enum FileSystem {
     }
 
     static func read(_ path: String, maxBytes: Int = 16 << 20) throws(StoreError) -> [UInt8] {
+        FaultInjection.accessed(path)
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .system("open", path) }
         defer { close(descriptor) }
@@ -62,18 +68,23 @@ enum FileSystem {
         }
     }
 
-    /// Writes `bytes` to `path` atomically and durably: a temporary file beside it, flushed to stable storage
+    /// Writes `bytes` to `path` atomically and durably: a temporary file, flushed to stable storage
     /// (``flush(_:path:)``), rename, fsync of the folder. A crash leaves either the old file or the new one,
-    /// never a mix; recovery removes the temporary (its name ends in `.tmp`).
-    static func writeAtomically(_ bytes: [UInt8], to path: String, beforeRename: () -> Void = {}) throws(StoreError) {
-        let temporary = path + ".\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+    /// never a mix; recovery removes the temporary (its name ends in `.tmp`). The temporary is beside the target, or in
+    /// `temporaryFolder` (on the same file system) when recovery should find it without looking beside every target.
+    /// Without `flush`, only atomic: a cache that may be lost, never torn.
+    static func writeAtomically(
+        _ bytes: [UInt8], to path: String, temporaryFolder: String? = nil, flush durable: Bool = true, beforeRename: () -> Void = {}
+    ) throws(StoreError) {
+        let beside = temporaryFolder.map { $0 + "/" + path.split(separator: "/").last.map(String.init)! } ?? path
+        let temporary = beside + ".\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .system("create", temporary) }
         // Closed exactly once: a descriptor number closed twice may by then belong to another thread's file.
         var open = true
         do throws(StoreError) {
             try writeAll(descriptor, bytes, path: temporary)
-            try flush(descriptor, path: temporary)
+            if durable { try flush(descriptor, path: temporary) }
             open = false
             guard close(descriptor) == 0 else { throw .system("close", temporary) }
             beforeRename()
@@ -83,7 +94,7 @@ enum FileSystem {
             unlink(temporary)
             throw error
         }
-        try syncDirectory(parent(of: path))
+        if durable { try syncDirectory(parent(of: path)) }
     }
 
     /// Makes a file's data durable on the drive itself (``Durability/flushToMedia(_:)``: `F_FULLFSYNC` on Apple

@@ -149,6 +149,13 @@ public struct StoreLayout: Sendable {
     }
 
     var storeFile: String { root + "/store.json" }
+    /// The change counter (``StoreGeneration``).
+    var generation: String { root + "/generation" }
+    /// The active scopes as last read (``ScopeCache``).
+    var scopeCache: String { root + "/scopes.cache" }
+    /// The marker saying that a package may hold leftovers for the next open to recover.
+    func recoveryMarker(_ id: PackageID) -> String { staging + "/" + Self.recoveryPrefix + id.value }
+    static let recoveryPrefix = "recover-"
     var lockFile: String { root + "/lock" }
     var staging: String { root + "/staging" }
     var packages: String { root + "/packages" }

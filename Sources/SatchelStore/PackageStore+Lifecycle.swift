@@ -130,13 +130,21 @@ extension PackageStore {
             let pinLock = try StoreLock(path: layout.pinLock)
             defer { withExtendedLifetime(pinLock) {} }
             let keep = PackageState.retained(by: state, pinned: livePins()[id] ?? [])
+            let referenced = PackageState.retained(by: state, pinned: [])
+            var pinnedOnly = false
             for name in FileSystem.list(layout.versions(id)) {
                 let parsed = try? SemanticVersion(name)
-                if let parsed, keep.contains(parsed) { continue }
+                if let parsed, keep.contains(parsed) {
+                    pinnedOnly = pinnedOnly || !referenced.contains(parsed)
+                    continue
+                }
                 FaultInjection.checkpoint("gc")
                 trash.append(try moveToTrash(layout.versions(id) + "/" + name))
                 if let parsed { removed.append(parsed) }
             }
+            // A version kept only for a running engine goes when a later open finds its pin gone; anything else the
+            // package held outside the keep set is gone now.
+            if pinnedOnly { try markUnclean(id) } else { operation.withLock { _ = $0.unclean.remove(id) } }
         }
         if !trash.isEmpty { FaultInjection.checkpoint("trash") }
         for path in trash { try FileSystem.removeTree(path) }
@@ -154,8 +162,10 @@ extension PackageStore {
                 trash.append(try moveToTrash(layout.package(id)))
             } else {
                 // The state goes first: from then on nothing refers to the versions, and a crash leaves a package
-                // without state, which recovery clears of everything unpinned.
+                // without state, which recovery (told by the marker, made first) clears of everything unpinned.
+                try markUnclean(id)
                 if FileSystem.exists(layout.state(id)) {
+                    try beginChange()
                     guard unlink(layout.state(id)) == 0 else { throw StoreError.system("unlink", layout.state(id)) }
                     try FileSystem.syncDirectory(layout.package(id))
                     tokenCache.withLock { $0.switches += 1 }
@@ -173,8 +183,23 @@ extension PackageStore {
     // MARK: Recovery
 
     /// Brings the store back to a consistent state after a crash at any instant. Runs under the lock.
+    ///
+    /// It looks only where an interrupted operation can have left something: `staging/` (installs being filled,
+    /// trees being deleted, state temporaries), the temporaries of the root, `builtins/` and `pins/`, and the packages
+    /// named by a recovery marker (`staging/recover-<id>`: a version renamed in before its state switch, a version
+    /// kept for a running engine or no longer referred to) or given a built-in (whose floor may have risen). So an
+    /// open costs a few folder listings, not a read of every package.
     func recover(holding lock: StoreLock) throws(StoreError) {
-        for name in FileSystem.list(layout.staging) { try FileSystem.removeTree(layout.staging + "/" + name) }
+        operation.withLock { $0 = Operation() }
+        let unfinished = generation.isOdd
+        var marked: Set<PackageID> = []
+        for name in FileSystem.list(layout.staging) {
+            if name.hasPrefix(StoreLayout.recoveryPrefix), let id = try? PackageID(String(name.dropFirst(StoreLayout.recoveryPrefix.count))) {
+                marked.insert(id)
+            } else {
+                try FileSystem.removeTree(layout.staging + "/" + name)
+            }
+        }
         for folder in [layout.root, layout.builtIns] {
             for name in FileSystem.list(folder) where name.hasSuffix(".tmp") { try FileSystem.removeTree(folder + "/" + name) }
         }
@@ -184,17 +209,31 @@ extension PackageStore {
             defer { withExtendedLifetime(pinLock) {} }
             for name in FileSystem.list(layout.pins) where name.hasSuffix(".tmp") { unlink(layout.pins + "/" + name) }
         }
-        for name in FileSystem.list(layout.packages) {
-            let folder = layout.packages + "/" + name
-            guard let id = try? PackageID(name) else { continue }
-            for file in FileSystem.list(folder) where file.hasSuffix(".tmp") { try FileSystem.removeTree(folder + "/" + file) }
-            let loaded = try loadState(of: id)
-            // An app update that ships a newer built-in lifts the state to it, on disk too.
-            if loaded.stored != nil, let effective = loaded.effective { try persist(effective, for: id, loaded) }
-            // A first install killed before its state was written never became visible: with no state, nothing
-            // is kept but what an engine pins.
-            try deleteUnretained(id, state: loaded.stored == nil ? nil : loaded.effective)
-            if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try discard(folder) }
+        // The markers found are this recovery's: each is removed once its package is clean.
+        operation.withLock { $0.marked = marked }
+        do {
+            for id in marked.union(builtIns.keys).sorted() { try recover(id) }
+        } catch {
+            finishOperation(succeeded: false)
+            throw error
         }
+        // A counter left odd by a writer that died is made even: what it changed is now on disk for anyone to read.
+        if unfinished { try? beginChange() }
+        finishOperation(succeeded: true)
+    }
+
+    /// Recovers one package: temporaries beside its state (left by runtimes from before they went to `staging/`),
+    /// its state lifted to the built-in floor, version folders outside the keep set, and the folder itself when
+    /// nothing is left in it.
+    private func recover(_ id: PackageID) throws(StoreError) {
+        let folder = layout.package(id)
+        for file in FileSystem.list(folder) where file.hasSuffix(".tmp") { try FileSystem.removeTree(folder + "/" + file) }
+        let loaded = try loadState(of: id)
+        // An app update that ships a newer built-in lifts the state to it, on disk too.
+        if loaded.stored != nil, let effective = loaded.effective { try persist(effective, for: id, loaded) }
+        // A first install killed before its state was written never became visible: with no state, nothing
+        // is kept but what an engine pins.
+        try deleteUnretained(id, state: loaded.stored == nil ? nil : loaded.effective)
+        if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try discard(folder) }
     }
 }

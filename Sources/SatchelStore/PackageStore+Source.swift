@@ -48,13 +48,16 @@ extension PackageStore: PackageSource {
     }
 
     /// How long a token computed from the disk stays fresh. An engine in immediate mode asks for the token on
-    /// every request; at tens of thousands of requests a second the `stat` calls were a fifth of the server's
-    /// time. Switches made through this same object are seen at once; another process's within this interval.
+    /// every request, often twice (the server's response cache asks for the generation, then the route); at tens of
+    /// thousands of requests a second even one `stat` each shows. Switches made through this same object are seen at
+    /// once; another process's within this interval.
     public static let changeTokenFreshness: UInt64 = 1_000_000  // 1 ms
 
-    /// Every state switch renames a new `state.json` into place, so its inode changes; with the modification
-    /// time and the list of packages that makes a token that changes with any activation, for one `stat`
-    /// per package (at most once per ``changeTokenFreshness``).
+    /// The store's change counter (``StoreGeneration``, one `stat` of `<store>/generation`, whatever the number of
+    /// packages): every install, activation, state change, removal and recovery advances it under the store lock.
+    /// While it is odd (a change under way, or a writer that died in the middle of one) it is not trusted and the token
+    /// also holds what every package's `state.json` looks like, as it did before the counter existed, so that a change
+    /// whose closing bump never came is still seen.
     public func changeToken() -> [Int64] {
         let now = DispatchTime.now().uptimeNanoseconds
         let (fresh, switches) = tokenCache.withLock { cache -> ([Int64]?, Int) in
@@ -69,6 +72,15 @@ extension PackageStore: PackageSource {
     }
 
     private func tokenFromDisk() -> [Int64] {
+        let counter = generation.read()
+        let head = [counter?.inode ?? -1, counter?.value ?? -1]
+        if let counter, counter.value % 2 == 0 { return head }
+        return head + everyState()
+    }
+
+    /// The token from before the counter: the packages folder's time, then each `state.json`'s inode and time (every
+    /// state switch renames a new file into place, so its inode changes). One `stat` per package.
+    private func everyState() -> [Int64] {
         var token: [Int64] = []
         var folder = stat()
         // Adding or removing a package changes the folder's modification time; then each state file.

@@ -162,10 +162,26 @@ public final class PackageStore: Sendable {
     public let builtInRefusals: [BuiltInRefusal]
     /// Test-only: runs while ``pinnedPackages()`` holds the pin lock, between reading and pinning.
     let pinningHook = Locked<(@Sendable () -> Void)?>(nil)
+    /// The store-wide change counter every mutation advances and ``changeToken()`` reads.
+    let generation: StoreGeneration
+    /// What the operation holding the store lock has changed so far. Only the holder touches it: the flock
+    /// serialises holders, this process's threads included (each takes its own descriptor).
+    let operation = Locked(Operation())
+
+    struct Operation {
+        /// The counter was made odd (``StoreGeneration/begin()``) and must be made even when the operation ends.
+        var changing = false
+        /// Packages given a recovery marker by this operation.
+        var marked: Set<PackageID> = []
+        /// Packages that may hold leftovers when the operation ends (a version kept only by a running engine's pin,
+        /// a version the state stopped referring to): their markers stay for a later open.
+        var unclean: Set<PackageID> = []
+    }
 
     /// Opens (creating when missing) the store at `root`, and recovers from any interrupted operation.
     public init(root: String, configuration: StoreConfiguration = StoreConfiguration()) throws(StoreError) {
         layout = StoreLayout(root: root)
+        generation = StoreGeneration(path: layout.generation)
         self.configuration = configuration
         try FileSystem.makeDirectories(layout.root)
         let lock = try StoreLock(path: layout.lockFile)
@@ -181,16 +197,21 @@ public final class PackageStore: Sendable {
             try FileSystem.writeAtomically(CanonicalJSON.object(["layout": .integer(Int64(StoreLayout.version))]).bytes, to: layout.storeFile)
         }
         var loaded = try BuiltIns.load(configuration.builtIns, configuration: configuration, layout: layout)
-        // A built-in may not claim what another installed package already serves.
-        for (id, builtIn) in loaded.packages.sorted(by: { $0.key < $1.key }) {
-            for other in FileSystem.list(layout.packages).compactMap({ try? PackageID($0) }) where other != id {
+        // A built-in may not claim what another installed package already serves. Only an app with built-ins pays
+        // for this look at every package (each active manifest read once, whatever the number of built-ins).
+        if !loaded.packages.isEmpty {
+            var conflicts: [PackageID: BuiltInRefusal] = [:]
+            for other in FileSystem.list(layout.packages).compactMap({ try? PackageID($0) }) {
                 guard let stored = try? PackageState.decode(FileSystem.read(layout.state(other)), path: layout.state(other)),
-                    let manifest = try? Self.readManifest(layout.version(other, stored.active)),
-                    let conflict = BuiltIns.scopeConflict(builtIn.manifest, manifest)
+                    let manifest = try? Self.readManifest(layout.version(other, stored.active))
                 else { continue }
+                for (id, builtIn) in loaded.packages where id != other && conflicts[id] == nil {
+                    if let conflict = BuiltIns.scopeConflict(builtIn.manifest, manifest) { conflicts[id] = BuiltIns.refusal(builtIn.bundle, conflict) }
+                }
+            }
+            for (id, refusal) in conflicts.sorted(by: { $0.key < $1.key }) {
                 loaded.packages[id] = nil
-                loaded.refusals.append(BuiltIns.refusal(builtIn.bundle, conflict))
-                break
+                loaded.refusals.append(refusal)
             }
         }
         builtIns = loaded.packages
@@ -271,7 +292,7 @@ public final class PackageStore: Sendable {
             extracted: extracted, delta: applied, builtIn: builtIn?.version == manifest.version ? true : nil)
         guard loaded.needsWriting(next) else { return result }
         do {
-            try writeState(next, for: id)
+            try writeState(next, for: id, replacing: loaded.stored)
         } catch {
             if extracted { try? discard(target) }
             if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try? discard(layout.package(id)) }
@@ -407,10 +428,15 @@ public final class PackageStore: Sendable {
             if let signature = reader.signatureBytes {
                 try FileSystem.writeAtomically(signature, to: staging + "/" + Manifest.signatureFileName)
             }
+            // A version renamed in but never referred to (killed before the state switch) is a leftover the next
+            // open must find without looking at every package: the marker says where. The flush below makes it
+            // durable before the rename can be.
+            try markForRecovery(manifest.id, durable: false)
             FaultInjection.checkpoint("durability")
-            try FileSystem.syncFileSystem(containing: staging, entries: sink.createdEntries + [staging])
+            try FileSystem.syncFileSystem(containing: staging, entries: sink.createdEntries + [staging, layout.staging])
             FaultInjection.checkpoint("rename")
             try FileSystem.makeDirectories(layout.versions(manifest.id))
+            try beginChange()
             guard rename(staging, target) == 0 else { throw StoreError.system("rename", staging) }
             try FileSystem.syncDirectory(layout.versions(manifest.id))
         } catch {
@@ -421,8 +447,7 @@ public final class PackageStore: Sendable {
 
     /// Two packages with different ids may not claim the same host with the same path prefix (built-ins included).
     private func checkScope(of manifest: Manifest) throws(StoreError) {
-        for other in try packageIDs() where other != manifest.id {
-            guard let scope = try activeManifest(of: other)?.scope, scope.pathPrefix == manifest.scope.pathPrefix else { continue }
+        for (other, scope) in try activeScopes(except: manifest.id) where scope.pathPrefix == manifest.scope.pathPrefix {
             if let host = manifest.scope.hosts.first(where: { scope.hosts.contains($0) }) {
                 throw .scopeConflict(id: manifest.id.value, otherID: other.value, host: host.value, pathPrefix: scope.pathPrefix.value)
             }
@@ -431,18 +456,75 @@ public final class PackageStore: Sendable {
 
     // MARK: Helpers
 
-    func writeState(_ state: PackageState, for id: PackageID) throws(StoreError) {
+    /// Replaces a package's `state.json`. Its temporary is written in `staging/`, which every open empties, so a
+    /// writer killed before the rename leaves nothing that recovery must look for in the package's folder.
+    /// - Parameter previous: the state it replaces; versions it referred to that this one does not are left on disk
+    ///   (a rollback does not delete), so the package is marked for the next open to clear.
+    func writeState(_ state: PackageState, for id: PackageID, replacing previous: PackageState?) throws(StoreError) {
         try FileSystem.makeDirectories(layout.package(id))
+        if let previous, !previous.referencedVersions.isSubset(of: state.referencedVersions) { try markUnclean(id) }
+        try beginChange()
         defer { tokenCache.withLock { $0.switches += 1 } }
-        try FileSystem.writeAtomically(state.canonicalBytes, to: layout.state(id)) { FaultInjection.checkpoint("switch") }
+        try FileSystem.writeAtomically(state.canonicalBytes, to: layout.state(id), temporaryFolder: layout.staging) {
+            FaultInjection.checkpoint("switch")
+        }
     }
 
     /// Runs `body` holding the store lock: every operation that reads state to change it does, so two processes
-    /// never apply rules to the same state at once.
+    /// never apply rules to the same state at once. When it ends, the change counter is made even again and the
+    /// recovery markers of packages it left clean are removed (a failed operation keeps them: the next open looks).
     func withStoreLock<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         let lock = try StoreLock(path: layout.lockFile)
         defer { withExtendedLifetime(lock) {} }
-        return try body()
+        operation.withLock { $0 = Operation() }
+        let result: T
+        do { result = try body() } catch {
+            finishOperation(succeeded: false)
+            throw error
+        }
+        finishOperation(succeeded: true)
+        return result
+    }
+
+    /// Ends the operation holding the lock. An even counter that cannot be written stays odd, which readers treat
+    /// as "look at every package": slower, never wrong; so its failure does not fail the operation.
+    func finishOperation(succeeded: Bool) {
+        let done = operation.withLock { current -> Operation in
+            defer { current = Operation() }
+            return current
+        }
+        if succeeded {
+            for id in done.marked.subtracting(done.unclean) { unlink(layout.recoveryMarker(id)) }
+        }
+        if done.changing {
+            try? generation.end()
+            tokenCache.withLock { $0.switches += 1 }
+        }
+    }
+
+    /// Called before the first change under `packages/` of the operation holding the lock: makes the counter odd.
+    func beginChange() throws(StoreError) {
+        guard !operation.withLock({ $0.changing }) else { return }
+        try generation.begin()
+        operation.withLock { $0.changing = true }
+    }
+
+    /// Leaves `staging/recover-<id>` for the next open, unless this operation already did.
+    /// - Parameter durable: flush `staging/` now (else the caller flushes it before the change it guards is durable).
+    func markForRecovery(_ id: PackageID, durable: Bool) throws(StoreError) {
+        guard !operation.withLock({ $0.marked.contains(id) }) else { return }
+        let path = layout.recoveryMarker(id)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .system("create", path) }
+        close(descriptor)
+        if durable { try FileSystem.syncDirectory(layout.staging) }
+        operation.withLock { _ = $0.marked.insert(id) }
+    }
+
+    /// The package may hold leftovers when this operation ends: its marker stays.
+    func markUnclean(_ id: PackageID) throws(StoreError) {
+        try markForRecovery(id, durable: true)
+        operation.withLock { _ = $0.unclean.insert(id) }
     }
 
     /// A package's state as read under the store lock.
@@ -467,7 +549,7 @@ public final class PackageStore: Sendable {
 
     /// Writes the state a rule produced, unless nothing changed.
     func persist(_ state: PackageState, for id: PackageID, _ loaded: LoadedState) throws(StoreError) {
-        if loaded.needsWriting(state) { try writeState(state, for: id) }
+        if loaded.needsWriting(state) { try writeState(state, for: id, replacing: loaded.stored) }
     }
 
     /// Applies a rule, naming the package in the error it refuses with.
@@ -486,6 +568,7 @@ public final class PackageStore: Sendable {
 
     /// The atomic half of ``discard(_:)``: renames the tree into `staging/` and returns where it went.
     func moveToTrash(_ path: String) throws(StoreError) -> String {
+        try beginChange()
         let trash = layout.staging + "/" + FileSystem.randomName("trash")
         guard rename(path, trash) == 0 else { throw .system("rename", path) }
         try FileSystem.syncDirectory(FileSystem.parent(of: path))

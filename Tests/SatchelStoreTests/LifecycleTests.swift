@@ -222,6 +222,8 @@ struct LifecycleTests {
             try Data("{\"active\":".utf8).write(to: URL(fileURLWithPath: root + "/packages/shop/state.json.123-456.tmp"))
             try makeTree(root + "/packages/shop/versions/9.9.9", ["index.html": "never activated"])
             try makeTree(root + "/packages/ghost/versions/1.0.0", ["index.html": "first install killed before its state"])
+            // The markers those installs wrote before their renames: an open recovers only the packages they name.
+            try makeTree(root + "/staging", ["recover-shop": "", "recover-ghost": ""])
             store = try PackageStore(root: root)
             #expect(listing(root + "/staging").isEmpty)
             #expect(listing(root + "/packages") == ["shop"])

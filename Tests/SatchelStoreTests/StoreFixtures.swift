@@ -30,8 +30,9 @@ struct BundleFactory {
 }
 
 /// Everything under a store folder (paths and file contents), to prove that a refused operation changed nothing.
-/// The lock file's contents never matter; its presence is not a change.
-func snapshot(_ root: String) throws -> [String: [UInt8]] { try treeSnapshot(root) { $0 == "lock" } }
+/// The lock file's contents never matter; its presence is not a change. Nor is the scope cache's refresh (an install
+/// refused for its scope has read the other packages' scopes, which it may remember: `ScopeCache`).
+func snapshot(_ root: String) throws -> [String: [UInt8]] { try treeSnapshot(root) { $0 == "lock" || $0 == "scopes.cache" } }
 
 func id(_ raw: String) -> PackageID { try! PackageID(raw) }
 func v(_ raw: String) -> SemanticVersion { try! SemanticVersion(raw) }
