@@ -447,10 +447,8 @@ public final class PackageStore: Sendable {
 
     /// Two packages with different ids may not claim the same host with the same path prefix (built-ins included).
     private func checkScope(of manifest: Manifest) throws(StoreError) {
-        for (other, scope) in try activeScopes(except: manifest.id) where scope.pathPrefix == manifest.scope.pathPrefix {
-            if let host = manifest.scope.hosts.first(where: { scope.hosts.contains($0) }) {
-                throw .scopeConflict(id: manifest.id.value, otherID: other.value, host: host.value, pathPrefix: scope.pathPrefix.value)
-            }
+        if let (other, host) = try scopeConflict(with: manifest.scope, except: manifest.id) {
+            throw .scopeConflict(id: manifest.id.value, otherID: other.value, host: host, pathPrefix: manifest.scope.pathPrefix.value)
         }
     }
 

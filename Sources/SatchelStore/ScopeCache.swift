@@ -18,40 +18,54 @@ import Darwin
 /// One line per package: `<id> <inode> <mtime ns> <size> <active version> <hosts, comma-separated or -> <path prefix>`;
 /// the prefix is last, as it may hold spaces. Hosts `-` is a package whose active version is nowhere (not served).
 struct ScopeCache {
+    /// One package's line. Kept as the text it is (hosts and prefix exactly as `Scope` spells them): the conflict check
+    /// compares those strings, so nothing is parsed beyond the file's identity, and an install into a store of
+    /// hundreds of packages costs a `stat` per package, not a validation of every host name.
     struct Entry: Equatable {
         let identity: [Int64]
-        let version: SemanticVersion
-        /// Nil when the active version has no manifest to read (its folder is missing).
-        let scope: Scope?
+        let version: String
+        /// The host patterns' values; nil when the active version has no manifest to read (its folder is missing).
+        let hosts: [String]?
+        let prefix: String
+
+        init(identity: [Int64], version: String, hosts: [String]?, prefix: String) {
+            self.identity = identity
+            self.version = version
+            self.hosts = hosts
+            self.prefix = prefix
+        }
+
+        init(identity: [Int64], version: SemanticVersion, scope: Scope?) {
+            self.init(identity: identity, version: version.description, hosts: scope?.hosts.map(\.value), prefix: scope?.pathPrefix.value ?? "/")
+        }
+
+        /// Whether this package claims one of `hosts` under `prefix`, as `Scope` values spell them.
+        func claims(anyOf hosts: [String], under prefix: String) -> Bool {
+            guard let claimed = self.hosts, self.prefix == prefix else { return false }
+            return hosts.contains(where: claimed.contains)
+        }
     }
 
-    static func read(_ path: String) -> [PackageID: Entry] {
+    /// Lines that do not parse are misses (read again from the state and the manifest).
+    static func read(_ path: String) -> [String: Entry] {
         guard let bytes = try? FileSystem.read(path) else { return [:] }
-        var entries: [PackageID: Entry] = [:]
+        var entries: [String: Entry] = [:]
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let fields = line.split(separator: " ", maxSplits: 6, omittingEmptySubsequences: false)
-            guard fields.count == 7, let id = try? PackageID(String(fields[0])),
-                let inode = Int64(fields[1]), let modified = Int64(fields[2]), let size = Int64(fields[3]),
-                let version = try? SemanticVersion(String(fields[4]))
+            guard fields.count == 7, !fields[0].isEmpty, let inode = Int64(fields[1]), let modified = Int64(fields[2]), let size = Int64(fields[3]),
+                !fields[4].isEmpty, !fields[5].isEmpty, fields[6].hasPrefix("/")
             else { continue }
-            var scope: Scope?
-            if fields[5] != "-" {
-                guard let hosts = try? fields[5].split(separator: ",").map({ try HostPattern(String($0)) }),
-                    let prefix = try? PathPrefix(String(fields[6])), let parsed = try? Scope(hosts: hosts, pathPrefix: prefix)
-                else { continue }
-                scope = parsed
-            }
-            entries[id] = Entry(identity: [inode, modified, size], version: version, scope: scope)
+            let hosts = fields[5] == "-" ? nil : fields[5].split(separator: ",").map(String.init)
+            entries[String(fields[0])] = Entry(identity: [inode, modified, size], version: String(fields[4]), hosts: hosts, prefix: String(fields[6]))
         }
         return entries
     }
 
-    static func encode(_ entries: [PackageID: Entry]) -> [UInt8] {
+    static func encode(_ entries: [String: Entry]) -> [UInt8] {
         var text = ""
         for (id, entry) in entries.sorted(by: { $0.key < $1.key }) {
-            let hosts = entry.scope.map { $0.hosts.map(\.value).joined(separator: ",") } ?? "-"
-            let prefix = entry.scope?.pathPrefix.value ?? "/"
-            text += "\(id.value) \(entry.identity.map(String.init).joined(separator: " ")) \(entry.version) \(hosts) \(prefix)\n"
+            let hosts = entry.hosts.map { $0.joined(separator: ",") } ?? "-"
+            text += "\(id) \(entry.identity.map(String.init).joined(separator: " ")) \(entry.version) \(hosts) \(entry.prefix)\n"
         }
         return Array(text.utf8)
     }
@@ -66,35 +80,42 @@ struct ScopeCache {
 }
 
 extension PackageStore {
-    /// The scope each other package's active version claims, for the install's conflict check; reads only the
-    /// packages whose `state.json` changed since the cache was written, and rewrites the cache when any did. Runs
-    /// under the store lock.
-    func activeScopes(except excluded: PackageID) throws(StoreError) -> [(id: PackageID, scope: Scope)] {
+    /// The other package whose active version claims one of `scope`'s hosts with the same path prefix, and that host;
+    /// nil when none does. Reads only the packages whose `state.json` changed since the cache was written, and
+    /// rewrites the cache when any did. Runs under the store lock.
+    func scopeConflict(with scope: Scope, except excluded: PackageID) throws(StoreError) -> (id: PackageID, host: String)? {
         let cached = ScopeCache.read(layout.scopeCache)
-        var entries: [PackageID: ScopeCache.Entry] = [:]
-        var scopes: [(id: PackageID, scope: Scope)] = []
+        let hosts = scope.hosts.map(\.value), prefix = scope.pathPrefix.value
+        var entries: [String: ScopeCache.Entry] = [:]
+        var conflict: (id: PackageID, host: String)?
         for id in try packageIDs() where id != excluded {
             if builtIns[id] != nil {
                 // A built-in package may be served from the app's archive, which the cache does not describe.
-                if let scope = try activeManifest(of: id)?.scope { scopes.append((id, scope)) }
+                if conflict == nil, let other = try activeManifest(of: id)?.scope, other.pathPrefix == scope.pathPrefix,
+                    let host = scope.hosts.first(where: other.hosts.contains)
+                {
+                    conflict = (id, host.value)
+                }
                 continue
             }
             guard let identity = ScopeCache.identity(of: layout.state(id)) else { continue }
-            var entry = cached[id]
+            var entry = cached[id.value]
             if entry?.identity != identity {
                 guard let state = try storedState(of: id) else { continue }
                 let manifest = FileSystem.isDirectory(layout.version(id, state.active)) ? try installedManifest(id, state.active) : nil
                 entry = ScopeCache.Entry(identity: identity, version: state.active, scope: manifest?.scope)
             }
-            entries[id] = entry
-            if let scope = entry?.scope { scopes.append((id, scope)) }
+            entries[id.value] = entry
+            if conflict == nil, let entry, entry.claims(anyOf: hosts, under: prefix), let host = hosts.first(where: { entry.hosts?.contains($0) == true }) {
+                conflict = (id, host)
+            }
         }
         // The package being installed keeps its entry: its state is about to change, which makes it a miss next time.
-        if let kept = cached[excluded] { entries[excluded] = kept }
+        if let kept = cached[excluded.value] { entries[excluded.value] = kept }
         if entries != cached {
             // Not flushed: a cache lost to a power cut costs one full look, nothing else.
             try? FileSystem.writeAtomically(ScopeCache.encode(entries), to: layout.scopeCache, temporaryFolder: layout.staging, flush: false)
         }
-        return scopes
+        return conflict
     }
 }
