@@ -98,7 +98,7 @@ final class ViewRecovery {
     }
 
     /// Shown on screen: a view that is not mapped (a warm view in the pool, a hidden window) gets no hang verdict.
-    var visible: Bool { gtk_widget_get_mapped(UnsafeMutableRawPointer(view).assumingMemoryBound(to: GtkWidget.self)) != 0 }
+    private var visible: Bool { gtk_widget_get_mapped(UnsafeMutableRawPointer(view).assumingMemoryBound(to: GtkWidget.self)) != 0 }
 
     private var stoppedTasks = 0
 

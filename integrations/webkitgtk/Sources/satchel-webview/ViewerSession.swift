@@ -307,7 +307,7 @@ final class ViewerSession: @unchecked Sendable {
         recoveryTasksLeft = satchel.driver.activeTaskCount
         if case .nothingToRestore = recovery.recovery {
             // No load follows: nothing to measure.
-            return recoveryMeasured(RecoveryMeasurement(session: self, recovery: recovery, heardAt: Date(), tasksLeft: recoveryTasksLeft), [:])
+            return recoveryMeasured(RecoveryMeasurement(recovery: recovery, heardAt: Date(), tasksLeft: recoveryTasksLeft), [:])
         }
         recovering = (recovery, Date())
     }
@@ -324,7 +324,7 @@ final class ViewerSession: @unchecked Sendable {
         } else { "" }
         let script = PageTiming.script(
             before: wait, fields: "recovered: window.satchelRecovered ? window.satchelRecovered.reason : null, title: document.title,")
-        let request = RecoveryMeasurement(session: self, recovery: recovery, heardAt: heardAt, tasksLeft: recoveryTasksLeft)
+        let request = RecoveryMeasurement(recovery: recovery, heardAt: heardAt, tasksLeft: recoveryTasksLeft)
         evaluate(script) { [self] outcome in
             switch outcome {
             case .failure(let message):
@@ -360,17 +360,11 @@ final class ViewerSession: @unchecked Sendable {
         if waitingForRecoveries, recoveries.count >= awaitedRecoveries { finish() }
     }
 
-    private final class RecoveryMeasurement {
-        let session: ViewerSession
+    /// A recovery as heard, carried to its measurement.
+    private struct RecoveryMeasurement {
         let recovery: RecoveryReport
         let heardAt: Date
         let tasksLeft: Int
-        init(session: ViewerSession, recovery: RecoveryReport, heardAt: Date, tasksLeft: Int) {
-            self.session = session
-            self.recovery = recovery
-            self.heardAt = heardAt
-            self.tasksLeft = tasksLeft
-        }
     }
 
     /// A JSCValue as a JSON-compatible Foundation object (null for undefined or what JSON cannot hold).
