@@ -293,6 +293,7 @@ public final class PackageStore: Sendable {
         guard loaded.needsWriting(next) else { return result }
         do {
             try writeState(next, for: id, replacing: loaded.stored)
+            if next.active == manifest.version { noteActiveScope(of: id, manifest) }
         } catch {
             if extracted { try? discard(target) }
             if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try? discard(layout.package(id)) }

@@ -13,10 +13,13 @@ import Darwin
 /// An entry is used only while the package's `state.json` is the very file it was made from (inode, modification
 /// time and size): every state switch renames a new file into place, whoever made it (an older runtime, which does not
 /// know this file, included), so a switch makes its entry a miss, read again from the state and the manifest. It is
-/// a cache: written without a flush, any entry that does not parse is a miss, and deleting it costs one full look.
+/// a cache: written without a flush, any line that does not parse is a miss, and deleting it costs one full look.
 ///
-/// One line per package: `<id> <inode> <mtime ns> <size> <active version> <hosts, comma-separated or -> <path prefix>`;
-/// the prefix is last, as it may hold spaces. Hosts `-` is a package whose active version is nowhere (not served).
+/// One line per package: `<id> <inode> <mtime ns> <size> <active version> <hosts, comma-separated or -> <prefix
+/// length> <path prefix>`; the prefix is last, as it may hold spaces, and its length in bytes comes first so that a
+/// line cut short never reads as a shorter prefix. Hosts `-` is a package whose active version is nowhere (not served).
+/// A switch this runtime makes appends the package's new line (a later line wins), so the next install finds every
+/// line a hit and writes nothing; the file is rewritten whole only when lines missed or it holds twice the lines it needs.
 struct ScopeCache {
     /// One package's line. Kept as the text it is (hosts and prefix exactly as `Scope` spells them): the conflict check
     /// compares those strings, so nothing is parsed beyond the file's identity, and an install into a store of
@@ -46,28 +49,80 @@ struct ScopeCache {
         }
     }
 
-    /// Lines that do not parse are misses (read again from the state and the manifest).
-    static func read(_ path: String) -> [String: Entry] {
-        guard let bytes = try? FileSystem.read(path) else { return [:] }
+    /// The entries, a later line for a package winning over an earlier one, and how many lines were read. Lines that
+    /// do not parse are misses (read again from the state and the manifest).
+    static func read(_ path: String) -> [String: Entry] { readCounting(path).entries }
+
+    static func readCounting(_ path: String) -> (entries: [String: Entry], lines: Int) {
+        guard let bytes = try? FileSystem.read(path) else { return ([:], 0) }
         var entries: [String: Entry] = [:]
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            let fields = line.split(separator: " ", maxSplits: 6, omittingEmptySubsequences: false)
-            guard fields.count == 7, !fields[0].isEmpty, let inode = Int64(fields[1]), let modified = Int64(fields[2]), let size = Int64(fields[3]),
-                !fields[4].isEmpty, !fields[5].isEmpty, fields[6].hasPrefix("/")
-            else { continue }
-            let hosts = fields[5] == "-" ? nil : fields[5].split(separator: ",").map(String.init)
-            entries[String(fields[0])] = Entry(identity: [inode, modified, size], version: String(fields[4]), hosts: hosts, prefix: String(fields[6]))
+        var lines = 0
+        bytes.withUnsafeBufferPointer { buffer in
+            var start = 0
+            while start < buffer.count {
+                let end = buffer[start...].firstIndex(of: 0x0A) ?? buffer.count
+                if end > start {
+                    lines += 1
+                    if let (id, entry) = parse(UnsafeBufferPointer(rebasing: buffer[start..<end])) { entries[id] = entry }
+                }
+                start = end + 1
+            }
         }
-        return entries
+        return (entries, lines)
+    }
+
+    /// One line, without its newline: seven fields separated by one space, then exactly the prefix's declared length.
+    private static func parse(_ line: UnsafeBufferPointer<UInt8>) -> (String, Entry)? {
+        var position = 0
+        var numbers: [Int64] = []
+        var texts: [String] = []
+        for field in 0..<7 {
+            guard let space = line[position...].firstIndex(of: 0x20), space > position else { return nil }
+            let slice = UnsafeBufferPointer(rebasing: line[position..<space])
+            if (1...3).contains(field) || field == 6 {
+                guard let number = decimal(slice) else { return nil }
+                numbers.append(number)
+            } else {
+                texts.append(String(decoding: slice, as: UTF8.self))
+            }
+            position = space + 1
+        }
+        let prefixLength = numbers[3]
+        guard line.count - position == prefixLength, line.count > position, line[position] == 0x2F else { return nil }
+        let prefix = String(decoding: UnsafeBufferPointer(rebasing: line[position...]), as: UTF8.self)
+        let hosts = texts[2] == "-" ? nil : texts[2].split(separator: ",").map(String.init)
+        return (texts[0], Entry(identity: Array(numbers[0..<3]), version: texts[1], hosts: hosts, prefix: prefix))
+    }
+
+    private static func decimal(_ digits: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard !digits.isEmpty, digits.count <= 19 else { return nil }
+        var value: Int64 = 0
+        var negative = false
+        for (index, byte) in digits.enumerated() {
+            if index == 0, byte == 0x2D, digits.count > 1 { negative = true; continue }
+            guard (0x30...0x39).contains(byte) else { return nil }
+            value = value &* 10 &+ Int64(byte - 0x30)
+        }
+        return negative ? -value : value
+    }
+
+    static func line(_ id: String, _ entry: Entry) -> String {
+        let hosts = entry.hosts.map { $0.joined(separator: ",") } ?? "-"
+        return "\(id) \(entry.identity.map(String.init).joined(separator: " ")) \(entry.version) \(hosts) \(entry.prefix.utf8.count) \(entry.prefix)\n"
     }
 
     static func encode(_ entries: [String: Entry]) -> [UInt8] {
         var text = ""
-        for (id, entry) in entries.sorted(by: { $0.key < $1.key }) {
-            let hosts = entry.hosts.map { $0.joined(separator: ",") } ?? "-"
-            text += "\(id) \(entry.identity.map(String.init).joined(separator: " ")) \(entry.version) \(hosts) \(entry.prefix)\n"
-        }
+        for (id, entry) in entries.sorted(by: { $0.key < $1.key }) { text += line(id, entry) }
         return Array(text.utf8)
+    }
+
+    /// Adds one package's line at the end, in one write; not flushed. A failure only costs a miss next time.
+    static func append(_ id: String, _ entry: Entry, to path: String) {
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        _ = POSIXIO.writeAll(Array(line(id, entry).utf8), to: descriptor)
     }
 
     /// Inode, modification time and size of a file; nil when it cannot be looked at (missing).
@@ -80,11 +135,18 @@ struct ScopeCache {
 }
 
 extension PackageStore {
+    /// After this runtime switched `id`'s state to `active`, whose manifest it holds: appends the package's new line,
+    /// so that the next install finds it a hit instead of reading the state and manifest and rewriting the file.
+    func noteActiveScope(of id: PackageID, _ active: Manifest) {
+        guard builtIns[id] == nil, let identity = ScopeCache.identity(of: layout.state(id)) else { return }
+        ScopeCache.append(id.value, ScopeCache.Entry(identity: identity, version: active.version, scope: active.scope), to: layout.scopeCache)
+    }
+
     /// The other package whose active version claims one of `scope`'s hosts with the same path prefix, and that host;
     /// nil when none does. Reads only the packages whose `state.json` changed since the cache was written, and
     /// rewrites the cache when any did. Runs under the store lock.
     func scopeConflict(with scope: Scope, except excluded: PackageID) throws(StoreError) -> (id: PackageID, host: String)? {
-        let cached = ScopeCache.read(layout.scopeCache)
+        let (cached, lines) = ScopeCache.readCounting(layout.scopeCache)
         let hosts = scope.hosts.map(\.value), prefix = scope.pathPrefix.value
         var entries: [String: ScopeCache.Entry] = [:]
         var conflict: (id: PackageID, host: String)?
@@ -112,7 +174,7 @@ extension PackageStore {
         }
         // The package being installed keeps its entry: its state is about to change, which makes it a miss next time.
         if let kept = cached[excluded.value] { entries[excluded.value] = kept }
-        if entries != cached {
+        if entries != cached || lines > 2 * entries.count + 16 {
             // Not flushed: a cache lost to a power cut costs one full look, nothing else.
             try? FileSystem.writeAtomically(ScopeCache.encode(entries), to: layout.scopeCache, temporaryFolder: layout.staging, flush: false)
         }

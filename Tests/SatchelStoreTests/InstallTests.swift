@@ -205,3 +205,51 @@ struct InstallTests {
         }
     }
 }
+
+@Suite("The scope cache")
+struct ScopeCacheTests {
+    @Test("an install leaves every package's line a hit, so the next install reads no state; a torn line is a miss")
+    func linesStayHits() throws {
+        try withTemporaryFolder { folder throws in
+            let factory = BundleFactory(folder: folder)
+            let store = try PackageStore(root: folder + "/store")
+            for index in 0..<5 {
+                _ = try store.install(bundle: factory.bundle(id: "p\(index)", version: "1.0.0", host: "p\(index).example"))
+            }
+            let entries = ScopeCache.read(store.layout.scopeCache)
+            for index in 0..<5 {
+                let id = try PackageID("p\(index)")
+                let entry = try #require(entries["p\(index)"], "no line for p\(index)")
+                #expect(entry.identity == ScopeCache.identity(of: store.layout.state(id)))
+                #expect(entry.hosts == ["p\(index).example"])
+                #expect(entry.version == "1.0.0")
+            }
+            // A line cut short (a crash mid-append) never parses as a shorter prefix.
+            let text = "p9 1 2 3 1.0.0 p9.example 10 /checkout/\np8 1 2 3 1.0.0 p8.example 10 /check"
+            let torn = folder + "/torn.cache"
+            #expect(FileManager.default.createFile(atPath: torn, contents: Data(text.utf8)))
+            #expect(ScopeCache.read(torn).keys.sorted() == ["p9"])
+        }
+    }
+
+    @Test("the cache follows each switch of the active version: a rollback claims the old scope again")
+    func followsSwitches() throws {
+        try withTemporaryFolder { folder throws in
+            let factory = BundleFactory(folder: folder)
+            let store = try PackageStore(root: folder + "/store")
+            _ = try store.install(bundle: factory.bundle(id: "shop", version: "1.0.0", host: "a.example"))
+            _ = try store.install(bundle: factory.bundle(id: "shop", version: "2.0.0", host: "b.example"))
+            try store.activate(try PackageID("shop"), try SemanticVersion("2.0.0"))
+            // a.example is free while 2.0.0 is active; b.example is not.
+            #expect(throws: StoreError.scopeConflict(id: "cart", otherID: "shop", host: "b.example", pathPrefix: "/")) {
+                try store.install(bundle: factory.bundle(id: "cart", version: "1.0.0", host: "b.example"))
+            }
+            _ = try store.install(bundle: factory.bundle(id: "blog", version: "1.0.0", host: "a.example", prefix: "/blog/"))
+            try store.activate(try PackageID("shop"), try SemanticVersion("1.0.0"))
+            #expect(throws: StoreError.scopeConflict(id: "news", otherID: "shop", host: "a.example", pathPrefix: "/")) {
+                try store.install(bundle: factory.bundle(id: "news", version: "1.0.0", host: "a.example"))
+            }
+            _ = try store.install(bundle: factory.bundle(id: "cart", version: "1.0.0", host: "b.example"))
+        }
+    }
+}
