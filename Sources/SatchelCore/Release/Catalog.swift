@@ -131,7 +131,7 @@ public struct Catalog: Hashable, Sendable {
                 id: entry.id, version: entry.version, url: entry.url, size: entry.size, sha256: entry.sha256,
                 minRuntime: entry.minRuntime,
                 deltas: entry.deltas.map { CatalogDelta(from: $0.from, url: $0.url, size: $0.size, sha256: $0.sha256) },
-                content: entry.content.map { CatalogContent(manifest: $0.manifest, objects: $0.objects, patches: $0.patches) })
+                content: entry.content)
         }
         return try Catalog(
             expires: wire.expires, packages: wire.packages.map(entry), serial: wire.serial ?? 0, reportURL: wire.reports,
@@ -234,6 +234,12 @@ public struct CatalogEntry: Hashable, Sendable {
                 guard froms.insert(patch.from).inserted else { throw .invalidEntry(name, reason: "lists the patch from \(patch.from?.description ?? "nothing") twice") }
                 try Self.checkDownload(url: patch.url, size: patch.size, sha256: patch.sha256, in: "\(name) (patch from \(patch.from?.description ?? "nothing"))")
             }
+            if let diffs = content.diffs {
+                try Self.checkDownload(url: diffs.url, size: diffs.size, sha256: diffs.sha256, in: "\(name) (diff index)")
+                guard diffs.base.hasSuffix("/"), !diffs.base.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
+                    throw .invalidEntry(name, reason: "content.diffs.base must be a URL ending in /")
+                }
+            }
         }
     }
 
@@ -266,6 +272,12 @@ public struct CatalogEntry: Hashable, Sendable {
                     return .object(fields)
                 }),
             ])
+            if let diffs = content.diffs, case .object(var fields) = object["content"] {
+                fields["diffs"] = .object([
+                    "base": .string(diffs.base), "url": .string(diffs.url), "size": .integer(diffs.size), "sha256": .string(diffs.sha256),
+                ])
+                object["content"] = .object(fields)
+            }
         }
         return .object(object)
     }
@@ -279,15 +291,36 @@ public struct CatalogContent: Hashable, Sendable, Decodable {
     public var objects: String
     /// Patches to this version's manifest: from each other published version, and one from nothing (no `from`).
     public var patches: [CatalogPatch]
+    /// This version's per-file diffs (docs/formats.md, "Diffs"); nil when none were published. Updaters from before
+    /// diffs ignore it.
+    public var diffs: CatalogDiffs?
 
-    public init(manifest: String, objects: String, patches: [CatalogPatch]) {
+    public init(manifest: String, objects: String, patches: [CatalogPatch], diffs: CatalogDiffs? = nil) {
         self.manifest = manifest
         self.objects = objects
+        self.diffs = diffs
         self.patches = patches.sorted { ($0.from.map { [$0] } ?? []).lexicographicallyPrecedes($1.from.map { [$0] } ?? []) }
     }
 
     /// The patch from `base` (nil: the one from nothing).
     public func patch(from base: SemanticVersion?) -> CatalogPatch? { patches.first { $0.from == base } }
+}
+
+/// Where a version's per-file diffs are: the index (gzip-compressed ``FileDiffIndex``) and the diffs' base URL.
+public struct CatalogDiffs: Hashable, Sendable, Decodable {
+    /// The diffs' base URL (absolute, or relative to the catalog), ending in `/`.
+    public var base: String
+    /// The index file.
+    public var url: String
+    public var size: Int64
+    public var sha256: String
+
+    public init(base: String, url: String, size: Int64, sha256: String) {
+        self.base = base
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+    }
 }
 
 /// One manifest patch file (gzip-compressed `ManifestPatch`).
