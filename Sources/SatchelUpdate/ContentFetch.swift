@@ -11,7 +11,10 @@ import SatchelCore
 ///
 /// The first failure cancels the downloads still running and is thrown: the caller gives the whole way up (objects fall
 /// back to the delta or the bundle), so bytes still coming would be wasted; their partials stay for a later run.
-/// Cancelling the calling task cancels every download in flight (each fetch and each body it is reading).
+/// Targets the caller can do without (per-file diffs, each of which has its object to fall back to) are the
+/// exception: their failure is recorded in ``Fetched/refused`` and the others go on, unless it is a cancellation or a
+/// full disk, which no other file would get past either. Cancelling the calling task cancels every download in flight
+/// (each fetch and each body it is reading).
 struct ContentFetch: Sendable {
     let download: ResumableDownload
     let folder: String
@@ -28,13 +31,19 @@ struct ContentFetch: Sendable {
         var paths: [String: String]
         var received: Int64
         var resumed: Bool
+        /// Why each tolerated target that failed was refused, by its SHA-256.
+        var refused: [String: UpdateError] = [:]
+        /// Bytes received for each target, by its SHA-256, a refused one's included: what the caller reports per kind.
+        var receivedBy: [String: Int64] = [:]
     }
 
     /// Fetches every target (the same SHA-256 twice is fetched once). Every byte received, a refused download's
     /// included, is added to `spent`, also when this throws. `progress` gets the bytes held of all targets and their
-    /// total, from whichever download moved.
+    /// total, from whichever download moved. A target whose SHA-256 is in `tolerating` may fail without failing the
+    /// rest (``Fetched/refused``).
     func fetch(
-        _ targets: [DownloadTarget], spent: inout Int64, progress: @Sendable (Int64, Int64) -> Void = { _, _ in }
+        _ targets: [DownloadTarget], tolerating: Set<String> = [], spent: inout Int64,
+        progress: @Sendable (Int64, Int64) -> Void = { _, _ in }
     ) async throws(UpdateError) -> Fetched {
         var unique: [String: DownloadTarget] = [:]
         for target in targets where unique[target.sha256] == nil { unique[target.sha256] = target }
@@ -77,12 +86,20 @@ struct ContentFetch: Sendable {
                 var spent: Int64 = 0
                 for await finished in group {
                     spent += finished.received
+                    let sha256 = queue[finished.index].sha256
+                    fetched.receivedBy[sha256, default: 0] += finished.received
                     switch finished.result {
                     case .success(let report):
-                        fetched.paths[queue[finished.index].sha256] = report.path
+                        fetched.paths[sha256] = report.path
                         fetched.received += report.received
                         fetched.resumed = fetched.resumed || report.resumed
                         if failure == nil, next < queue.count {
+                            start(next)
+                            next += 1
+                        }
+                    case .failure(let error) where failure == nil && tolerating.contains(sha256) && Self.isTolerable(error):
+                        fetched.refused[sha256] = error
+                        if next < queue.count {
                             start(next)
                             next += 1
                         }
@@ -101,6 +118,15 @@ struct ContentFetch: Sendable {
             if Task.isCancelled { throw .cancelled }
             if let failure = outcome.1 { throw failure }
             return outcome.0
+        }
+    }
+
+    /// Whether a tolerated target's failure may leave the others running: not a cancellation (the update's own), nor a
+    /// full disk (what would come instead would not fit either).
+    static func isTolerable(_ error: UpdateError) -> Bool {
+        switch error {
+        case .cancelled, .diskFull: false
+        default: true
         }
     }
 }
