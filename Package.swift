@@ -3,13 +3,15 @@ import PackageDescription
 
 // Layers, bottom to top (each imports only those below it). Device side (what an app links: no system library but
 // zlib, checked by tools/test): SatchelPlatform, SatchelCore, SatchelArchive, SatchelBundle, SatchelStore, SatchelHTTP,
-// SatchelCache, SatchelEngine, SatchelHost, SatchelWebKit, SatchelUpdate. Publishing side (CI and servers): SatchelPublishing
+// SatchelCache, SatchelEngine, SatchelHost, SatchelWebKit, SatchelUpdate, SatchelDiff. Publishing side (CI and servers): SatchelPublishing
 // (libarchive), SatchelNetwork, SatchelServer, SatchelOptions, SatchelReportPage, satchel.
 //   SatchelPlatform the one home of platform calls (file times, read/write loops, flushing, syncfs, flock) and the
 //                   privacy manifest Apple asks of an SDK that makes them
 //   SatchelCore     pure model and rules, no I/O
 //   SatchelArchive  zip read and written with Satchel's own code on zlib, gzip (above Core: its calendar)
 //   SatchelBundle   the bundle format as a device reads it: the streaming verifier, in-place bundles, the assembled delta
+//   SatchelDiff     a per-file binary diff applied on the device (bounded memory, typed refusals; zlib only); its
+//                   encoder is SatchelPublishing's FileDiffEncoder
 //   SatchelPublishing  libarchive behind Swift types; pack (zip, tar.gz), diff, the release folder's objects and patches
 //   SatchelStore    installed packages on disk: install, activate, trial, rollback, gc
 //   SatchelHTTP     HTTP messages and bodies, and the one network seam: NetworkFetcher, its timeouts, errors and
@@ -34,6 +36,7 @@ let package = Package(
         .library(name: "SatchelCore", targets: ["SatchelCore"]),
         .library(name: "SatchelArchive", targets: ["SatchelArchive"]),
         .library(name: "SatchelBundle", targets: ["SatchelBundle"]),
+        .library(name: "SatchelDiff", targets: ["SatchelDiff"]),
         .library(name: "SatchelPublishing", targets: ["SatchelPublishing"]),
         .library(name: "SatchelStore", targets: ["SatchelStore"]),
         .library(name: "SatchelHTTP", targets: ["SatchelHTTP"]),
@@ -84,11 +87,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The publishing side's archives: libarchive (tar.gz, and the packer's zip), packing, deltas, the release folder.
+        // A per-file binary diff as a device applies it: copies from the file it replaces and from itself, literals,
+        // streams inflated with zlib; memory bounded before any work (docs/file-diff-format.draft.md).
+        .target(name: "SatchelDiff", dependencies: ["CZlib"]),
+        // The publishing side's archives: libarchive (tar.gz, and the packer's zip), packing, deltas, the release folder,
+        // and the file diffs' encoder (deflate through zlib).
         .target(
             name: "SatchelPublishing",
             dependencies: [
-                "CArchive", "SatchelBundle", "SatchelArchive", "SatchelCore", "SatchelPlatform",
+                "CArchive", "CZlib", "SatchelBundle", "SatchelArchive", "SatchelCore", "SatchelPlatform", "SatchelDiff",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -163,8 +170,8 @@ let package = Package(
         ),
         // Scratch folders and process helpers shared by the test targets.
         .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport", exclude: ["origin.py"]),
-        // Benchmarks that must link the library in a release build (tools/bench-engine).
-        .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
+        // Benchmarks that must link the library in a release build (tools/bench-engine, tools/bench-diff).
+        .executableTarget(name: "satchel-bench", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelDiff", "SatchelPublishing"]),
         .executableTarget(
             name: "satchel-fleet",
             dependencies: [
@@ -179,6 +186,7 @@ let package = Package(
             ]),
         .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
         .testTarget(name: "SatchelReportPageTests", dependencies: ["SatchelReportPage", "SatchelCore"]),
+        .testTarget(name: "SatchelDiffTests", dependencies: ["SatchelDiff", "SatchelPublishing"]),
         .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelPublishing", "SatchelPlatform", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelPublishingTests",

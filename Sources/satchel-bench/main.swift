@@ -1,6 +1,7 @@
-// Benchmarks that need a release build of the library itself (tools/bench-engine runs this).
+// Benchmarks that need a release build of the library itself (tools/bench-engine and tools/bench-diff run this).
 //
 //   satchel-bench engine [--files 2000] [--seconds 3]
+//   satchel-bench file-diff encode|apply|encode-batch|apply-batch ...   (FileDiffBench.swift)
 //
 // Engine: hits per second on one core for 4 KB files spread over `--files` distinct files (URL parsing,
 // routing, lookup, headers and file access included; every body byte is read), with the small-file cache
@@ -43,8 +44,9 @@ func drain(_ body: ResponseBody, buffer: inout [UInt8]) -> Int {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "file-diff" { exit(fileDiffCommand(Array(arguments.dropFirst()))) }
 guard arguments.first == "engine" else {
-    FileHandle.standardError.write(Data("usage: satchel-bench engine [--files N] [--seconds S]\n".utf8))
+    FileHandle.standardError.write(Data("usage: satchel-bench engine [--files N] [--seconds S] | file-diff ...\n".utf8))
     exit(64)
 }
 var fileCount = 2000
