@@ -118,7 +118,7 @@ let package = Package(
         .target(name: "SatchelWebKit", dependencies: ["SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCore"]),
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
         // NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
-        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
+        .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelDiff", "SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         // The network fallback on SwiftNIO: a NetworkFetcher with its own pooled HTTP/1.1 client (NIOSSL for https)
         // that shares the server's event loops, keeps header fields as sent, and reads the upstream only as fast as
         // the consumer takes it.
@@ -230,7 +230,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "SatchelUpdateTests",
-            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
+            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelDiff", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
         // The documentation as tests: links resolve, the README's example compiles, the formats spec names every field.
         .testTarget(
             name: "DocumentationTests",
