@@ -2,6 +2,7 @@ import Foundation
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
+import SatchelDiff
 import SatchelStore
 #if canImport(Glibc)
 import Glibc
@@ -20,13 +21,42 @@ struct ObjectsUpdate {
     /// Objects in flight at once (``UpdaterOptions/concurrency``).
     let concurrency: Int
 
+    /// What a diff may take on this device (``FileDiffLimits/device``: a window of max(8 MiB, twice the file), 64 MiB
+    /// in all); diffs past it are never fetched, their files go as objects.
+    var limits: FileDiffLimits = .device
+
     /// What the objects path took, for the outcome.
     struct Taken {
         var install: InstallResult
+        /// Every byte received: the patch, the index, objects and diffs (refused ones included).
         var received: Int64
         var resumed: Bool
         var patchFrom: String
+        /// Objects downloaded, those fetched after their diff was refused included.
         var objects: Int
+        var objectBytes: Int64
+        var diffs: DiffUse
+    }
+
+    /// A needed content that comes as a diff: the diff, the held content it applies to, and the size it must make.
+    struct DiffRoute: Sendable {
+        let diff: FileDiffIndex.Diff
+        let source: HeldContent
+        let size: Int64
+    }
+
+    /// What the diffs did in one update, for the outcome (docs/formats.md, "Diffs").
+    struct DiffUse: Sendable, Equatable {
+        /// The catalog entry lists diffs (`content.diffs`).
+        var listed = false
+        /// Why the index was not used, when it was asked for and refused.
+        var indexFallback: String?
+        /// Bytes received for the index and the diffs, refused ones included.
+        var bytes: Int64 = 0
+        /// Files made from a diff.
+        var applied = 0
+        /// Why each diff that was refused was, in the order of the contents' SHA-256; its file came as its object.
+        var refusals: [String] = []
     }
 
     /// The versions on the device the target can be built from, newest first: installed folders and the built-in.
@@ -94,45 +124,56 @@ struct ObjectsUpdate {
             throw .catalogMismatch(url: patchEntry.url, catalog: "\(entry.id) \(entry.version)", bundle: "\(rebuilt.manifest.id) \(rebuilt.manifest.version)")
         }
 
-        // What each target file the base lacks comes from: another version on the device, or an object.
+        // What each target file the base lacks comes from: another version on the device, or an object (or a diff).
         let baseFiles = Dictionary(uniqueKeysWithValues: base.manifest.files.map { ($0.path, $0.sha256) })
-        var onDisk: [String: DeltaAssembler.Source] = [:]
-        for other in bases {
-            for file in other.manifest.files where onDisk[file.sha256] == nil { onDisk[file.sha256] = other.source(file) }
-        }
+        let held = HeldContents(bases: bases)
         let objectsOf = Dictionary(patch.set.map { ($0.file.sha256, $0.object) }) { first, _ in first }
         var parts: [(FileRecord, DeltaAssembler.Source?)] = []
         var needed: [String: ContentObject] = [:]
+        var neededContents: [String: NeededContent] = [:]
         for file in rebuilt.manifest.files where baseFiles[file.path] != file.sha256 {
-            if let local = onDisk[file.sha256] {
-                parts.append((file, local))
+            if let local = held[file.sha256] {
+                parts.append((file, local.source))
             } else if let object = objectsOf[file.sha256] {
                 needed[file.sha256] = object
+                neededContents[file.sha256] = NeededContent(objectSize: object.size, size: file.size)
                 parts.append((file, nil))
             } else {
                 throw .content(url: patchEntry.url, "the patch gives no object for \(file.path), which no version on the device holds")
             }
         }
-        let cost = UpdatePlan.Cost(bytes: patchEntry.size + needed.values.reduce(0) { $0 + $1.size }, requests: 1 + needed.count)
+
+        // Per-file diffs, when the version lists them and they can pay for their index: each needed content then comes
+        // as the smallest diff from a content the device holds, when that is smaller than its object.
+        var diffing = DiffUse()
+        var routes: [String: DiffRoute] = [:]
+        var index = UpdatePlan.Cost(bytes: 0, requests: 0)
+        if let diffs = content.diffs {
+            diffing.listed = true
+            if FileDiffRoutes.indexCanPay(
+                indexSize: diffs.size, patchSize: patchEntry.size, needed: Array(neededContents.values), delta: delta, full: full)
+            {
+                routes = try await chooseDiffs(
+                    diffs, for: entry, from: fetched, needed: neededContents, held: held, use: &diffing, spent: &spent, progress: progress)
+                received += diffing.bytes
+                // Asked for, so weighed, whether it then helped or not: the choice stays what a release team computes
+                // from the published files.
+                index = UpdatePlan.Cost(bytes: diffs.size, requests: 1)
+            }
+        }
+        let objectBytes = needed.filter { routes[$0.key] == nil }.values.reduce(Int64(0)) { $0 + $1.size }
+        let diffBytes = routes.values.reduce(Int64(0)) { $0 + $1.diff.size }
+        let cost = UpdatePlan.Cost(
+            bytes: patchEntry.size + index.bytes + objectBytes + diffBytes, requests: 1 + index.requests + needed.count)
         guard UpdatePlan.cheapest(objects: cost, delta: delta, full: full) == .objects else { return nil }
 
-        // Several objects at once, each resumed where a broken connection left it and checked against its SHA-256.
-        var targets: [DownloadTarget] = []
-        for (sha256, object) in needed {
-            targets.append(DownloadTarget(url: try fetched.resolve(content.objects + object.path(forContent: sha256)), size: object.size, sha256: object.sha256))
-        }
-        let objects = try await ContentFetch(download: download, folder: folder, concurrency: concurrency).fetch(targets, spent: &spent, progress: progress)
-        defer { for path in objects.paths.values { unlink(path) } }
-        received += objects.received
-        resumed = resumed || objects.resumed
-        var fetchedObjects: [String: DeltaAssembler.Source] = [:]
-        for (sha256, object) in needed {
-            guard let path = objects.paths[object.sha256] else {
-                throw .content(url: content.objects, "the object of \(sha256) was not fetched")
-            }
-            fetchedObjects[sha256] = object.gzip ? .gzipFile(path) : .file(path)
-        }
-        let files = parts.map { part in (part.0, part.1 ?? fetchedObjects[part.0.sha256]!) }
+        let gathered = try await gather(
+            needed, routes: routes, content: content, from: fetched, diffing: &diffing, spent: &spent, progress: progress)
+        defer { for path in gathered.files { unlink(path) } }
+        received += gathered.received
+        resumed = resumed || gathered.resumed
+        let fetchedSources = gathered.sources
+        let files = parts.map { part in (part.0, part.1 ?? fetchedSources[part.0.sha256]!) }
 
         let targetPaths = Set(rebuilt.manifest.files.map(\.path))
         let deltaPath = folder + "/\(rebuilt.manifest.contentHash).objects.zip"
@@ -153,7 +194,133 @@ struct ObjectsUpdate {
         let install: InstallResult
         do { install = try store.install(bundle: deltaPath, expectedSHA256: digest.sha256) } catch { throw .store(error) }
         return Taken(
-            install: install, received: received, resumed: resumed, patchFrom: patch.from?.version.description ?? "nothing", objects: needed.count)
+            install: install, received: received, resumed: resumed, patchFrom: patch.from?.version.description ?? "nothing",
+            objects: gathered.objects, objectBytes: gathered.objectBytes, diffs: diffing)
+    }
+
+    /// The needed contents, fetched: what the assembled delta reads each from, and the files to delete after it.
+    struct Gathered {
+        var sources: [String: DeltaAssembler.Source] = [:]
+        /// Downloaded objects and diff results, deleted once the version is installed (or refused).
+        var files: [String] = []
+        var received: Int64 = 0
+        var resumed = false
+        var objects = 0
+        var objectBytes: Int64 = 0
+    }
+
+    /// Fetches every needed content: the routed ones as diffs, the rest as objects, together and several at once
+    /// (``ContentFetch``: each resumable, checked against its size and SHA-256). Each diff is then applied in turn (one
+    /// in memory at a time) and its result checked; a diff refused at any step is not the update's failure: its file's
+    /// object is fetched after. Thrown: an object refused (the way falls back to the delta or the bundle), a full disk,
+    /// a cancellation. Every byte received is in `spent`.
+    private func gather(
+        _ needed: [String: ContentObject], routes: [String: DiffRoute], content: CatalogContent,
+        from fetched: FetchedCatalog, diffing: inout DiffUse, spent: inout Int64, progress: @Sendable (Int64, Int64) -> Void
+    ) async throws(UpdateError) -> Gathered {
+        func objectTarget(_ sha256: String) throws(UpdateError) -> DownloadTarget {
+            let object = needed[sha256]!
+            return DownloadTarget(url: try fetched.resolve(content.objects + object.path(forContent: sha256)), size: object.size, sha256: object.sha256)
+        }
+        var objectTargets: [DownloadTarget] = []
+        for sha256 in needed.keys where routes[sha256] == nil { objectTargets.append(try objectTarget(sha256)) }
+        var diffTargets: [String: DownloadTarget] = [:]
+        for (sha256, route) in routes {
+            guard let base = content.diffs?.base else { break }
+            diffTargets[sha256] = DownloadTarget(url: try fetched.resolve(base + route.diff.path), size: route.diff.size, sha256: route.diff.sha256)
+        }
+        var gathered = Gathered()
+        // Whatever is thrown below, what was downloaded or written so far goes.
+        var keep = false
+        var downloaded: [String: String] = [:]
+        defer { if !keep { for path in Array(downloaded.values) + gathered.files { unlink(path) } } }
+
+        let fetch = ContentFetch(download: download, folder: folder, concurrency: concurrency)
+        let first = try await fetch.fetch(
+            objectTargets + Array(diffTargets.values), tolerating: Set(diffTargets.values.map(\.sha256)), spent: &spent, progress: progress)
+        downloaded = first.paths
+        gathered.received = first.received
+        gathered.resumed = first.resumed
+        gathered.objectBytes = objectTargets.reduce(Int64(0)) { $0 + (first.receivedBy[$1.sha256] ?? 0) }
+        let diffsReceived = diffTargets.values.reduce(Int64(0)) { $0 + (first.receivedBy[$1.sha256] ?? 0) }
+        diffing.bytes += diffsReceived
+        // A refused diff's bytes were received all the same: every byte counts.
+        gathered.received += diffTargets.values.reduce(Int64(0)) { $0 + (first.refused[$1.sha256] == nil ? 0 : first.receivedBy[$1.sha256] ?? 0) }
+
+        var fallbacks: [String] = []
+        let application = FileDiffApplication(limits: limits)
+        for (sha256, route) in routes.sorted(by: { $0.key < $1.key }) {
+            let target = diffTargets[sha256]!
+            let result: Result<String, DiffRefusal>
+            if let error = first.refused[target.sha256] {
+                result = .failure(.download(error))
+            } else if let file = downloaded.removeValue(forKey: target.sha256) {
+                defer { unlink(file) }
+                result = try application.apply(
+                    route.diff, file: file, url: target.url, source: route.source, targetSize: route.size,
+                    output: folder + "/\(sha256).from-diff")
+            } else {
+                result = .failure(.download(.content(url: target.url, "the diff was not fetched")))
+            }
+            switch result {
+            case .success(let path):
+                gathered.files.append(path)
+                gathered.sources[sha256] = .file(path)
+                diffing.applied += 1
+            case .failure(let why):
+                diffing.refusals.append(why.description)
+                fallbacks.append(sha256)
+            }
+        }
+        // The objects of refused diffs: now they must come, as any object must.
+        if !fallbacks.isEmpty {
+            var targets: [DownloadTarget] = []
+            for sha256 in fallbacks { targets.append(try objectTarget(sha256)) }
+            let second = try await fetch.fetch(targets, spent: &spent, progress: progress)
+            downloaded.merge(second.paths) { _, new in new }
+            gathered.received += second.received
+            gathered.resumed = gathered.resumed || second.resumed
+            gathered.objectBytes += second.received
+        }
+        gathered.objects = objectTargets.count + fallbacks.count
+
+        for (sha256, object) in needed where gathered.sources[sha256] == nil {
+            guard let path = downloaded[object.sha256] else { throw .content(url: content.objects, "the object of \(sha256) was not fetched") }
+            gathered.sources[sha256] = object.gzip ? .gzipFile(path) : .file(path)
+        }
+        gathered.files += downloaded.values
+        keep = true
+        return gathered
+    }
+
+    /// Fetches the index `diffs` names and picks, per needed content, the diff to take instead of its object (none
+    /// when the index is refused: `use` says why). Other packages' versions are read only for sources the index names
+    /// and this package's versions lack.
+    private func chooseDiffs(
+        _ diffs: CatalogDiffs, for entry: CatalogEntry, from fetched: FetchedCatalog, needed: [String: NeededContent], held: HeldContents,
+        use: inout DiffUse, spent: inout Int64, progress: @Sendable (Int64, Int64) -> Void
+    ) async throws(UpdateError) -> [String: DiffRoute] {
+        let routing = FileDiffRoutes(download: download, folder: folder, limits: limits)
+        var indexSpent: Int64 = 0
+        defer {
+            spent += indexSpent
+            use.bytes += indexSpent
+        }
+        let index: FileDiffIndex
+        switch try await routing.index(diffs, for: entry, from: fetched, spent: &indexSpent, progress: progress) {
+        case .success(let read): index = read
+        case .failure(let why):
+            use.indexFallback = why.description
+            return [:]
+        }
+        var held = held
+        let elsewhere = FileDiffRoutes.sourcesNotHeld(in: index, needed: needed, held: held)
+        if !elsewhere.isEmpty { held.addOtherPackages(of: store, except: entry.id, wanted: elsewhere) }
+        let chosen = FileDiffRoutes.routes(in: index, needed: needed, held: held, limits: limits)
+        return chosen.compactMapValues { diff in
+            guard let source = held[diff.from], let target = needed[diff.to] else { return nil }
+            return DiffRoute(diff: diff, source: source, size: target.size)
+        }
     }
 
     /// How many of `target`'s files `base` holds at the same path with the same bytes.

@@ -38,6 +38,17 @@ public struct UpdateOutcome: Sendable, Equatable, Codable {
     public var objects: Int?
     /// Why the objects path was given up for the delta or the full bundle, if it was.
     public var objectsFallback: String?
+    /// With "objects", when the catalog entry lists per-file diffs (docs/formats.md, "Diffs"; nil otherwise): files
+    /// made from a diff, bytes received for the diffs and their index, bytes received for objects, and how many diffs
+    /// were refused (each such file then came as its object: `objects` counts it).
+    public var diffs: Int?
+    public var diffBytes: Int64?
+    public var objectBytes: Int64?
+    public var diffsFallback: Int?
+    /// Why each refused diff was refused (nil when none was).
+    public var diffRefusals: [String]?
+    /// Why the diff index was not used, when it was asked for (the update then took objects only).
+    public var diffIndexFallback: String?
     public var downloadedBytes: Int64
     public var resumed: Bool
     /// Why a delta was given up for the full bundle, if it was.
@@ -291,6 +302,14 @@ public struct Updater: Sendable {
                     outcome.resumed = taken.resumed
                     outcome.patchFrom = taken.patchFrom
                     outcome.objects = taken.objects
+                    if taken.diffs.listed {
+                        outcome.diffs = taken.diffs.applied
+                        outcome.diffBytes = taken.diffs.bytes
+                        outcome.objectBytes = taken.objectBytes
+                        outcome.diffsFallback = taken.diffs.refusals.count
+                        outcome.diffRefusals = taken.diffs.refusals.isEmpty ? nil : taken.diffs.refusals
+                        outcome.diffIndexFallback = taken.diffs.indexFallback
+                    }
                     return outcome
                 }
                 outcome.downloadedBytes += spent

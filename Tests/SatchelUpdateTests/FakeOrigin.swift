@@ -26,6 +26,9 @@ final class FakeOrigin: AsyncNetworkFetcher, @unchecked Sendable {
         lock.withLock { files[url] = File(bytes: bytes, etag: etag ?? "\"\(Digests.sha256Hex(bytes))\"") }
     }
 
+    /// `url` is gone: answered 404 from now on.
+    func remove(_ url: String) { lock.withLock { files[url] = nil } }
+
     /// The next response for `url` stops after `bytes` body bytes with a connection error.
     func cutNext(_ url: String, after bytes: Int) { lock.withLock { cuts[url] = bytes } }
 
