@@ -247,9 +247,13 @@ extension Satchel {
                     case .installed:
                         let from = outcome.from.map { " (from \($0))" } ?? ""
                         let resumed = outcome.resumed ? ", resumed" : ""
-                        let fallback = (outcome.objectsFallback.map { "; objects not usable: \($0)" } ?? "")
+                        let fallback = (outcome.diffIndexFallback.map { "; diff index not usable: \($0)" } ?? "")
+                            + (outcome.objectsFallback.map { "; objects not usable: \($0)" } ?? "")
                             + (outcome.deltaFallback.map { "; delta not usable: \($0)" } ?? "")
-                        let via = outcome.objects.map { "objects (\($0) fetched, manifest patched from \(outcome.patchFrom ?? "?"))" } ?? outcome.via ?? "?"
+                        let diffs = outcome.diffs.map { diffs in
+                            ", \(diffs) as diffs" + (outcome.diffsFallback.map { $0 > 0 ? " (\($0) refused, fetched as objects)" : "" } ?? "")
+                        } ?? ""
+                        let via = outcome.objects.map { "objects (\($0) fetched\(diffs), manifest patched from \(outcome.patchFrom ?? "?"))" } ?? outcome.via ?? "?"
                         Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(via), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)\(standing)")
                     }
                 }
