@@ -29,10 +29,11 @@ let package = Package(
             "SatchelCore", "SatchelArchive", "SatchelPlatform", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "SatchelStore", dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle", "SatchelPlatform"]),
+        .target(name: "SatchelDiff", dependencies: ["CZlib"]),
         .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
         .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         .target(name: "SatchelUpdate", dependencies: [
-            "SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelPlatform",
+            "SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelDiff", "SatchelHTTP", "SatchelCore", "SatchelPlatform",
         ]),
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"], resources: [.copy("Hook")]),
         .target(name: "SatchelHost", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
