@@ -39,7 +39,7 @@ public final class ReleaseContent {
             try patch.canonicalBytes.withUnsafeBytes { try gzip.write($0) }
             try gzip.finish()
         } catch { throw .write(path: relative, reason: "\(error)") }
-        try writeAtomically(compressed, to: folder + "/" + relative)
+        try Self.writeAtomically(compressed, to: folder + "/" + relative)
         return (relative, Int64(compressed.count), Digests.sha256Hex(compressed))
     }
 
@@ -87,7 +87,7 @@ public final class ReleaseContent {
         return (size, hex(compressed.finalize()), hex(content.finalize()))
     }
 
-    fileprivate func writeAtomically(_ bytes: [UInt8], to path: String) throws(ReleaseContentError) {
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(ReleaseContentError) {
         let folder = (path as NSString).deletingLastPathComponent
         do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
             throw .write(path: folder, reason: "cannot create the folder")

@@ -19,9 +19,36 @@ public enum ReleaseFolder {
         public var entries: [CatalogEntry]
         public var objects: Int
         public var patches: Int
+        /// Distinct per-file diffs the catalog's versions list, and their bytes in the folder.
+        public var diffs: Int = 0
+        public var diffBytes: Int64 = 0
+        /// Of those, how many this run encoded (the rest were on disk already and still make their targets).
+        public var diffsEncoded: Int = 0
     }
 
-    public static func read(_ folder: String, baseURL: String) throws(ReleaseFolderError) -> Contents {
+    /// A version apps ship as a built-in: every newer version of its package gets diffs from it, however far back.
+    public struct BuiltIn: Hashable, Sendable, CustomStringConvertible {
+        public var id: PackageID
+        public var version: SemanticVersion
+
+        public init(id: PackageID, version: SemanticVersion) {
+            self.id = id
+            self.version = version
+        }
+
+        /// `<id>@<version>`, as `satchel catalog --built-in` takes it.
+        public init(parsing text: String) throws(FieldError) {
+            guard let at = text.firstIndex(of: "@") else {
+                throw FieldError(field: "built-in", value: text, reason: "must be <id>@<version>, like shop@1.0.0")
+            }
+            id = try PackageID(String(text[..<at]))
+            version = try SemanticVersion(String(text[text.index(after: at)...]))
+        }
+
+        public var description: String { "\(id)@\(version)" }
+    }
+
+    public static func read(_ folder: String, baseURL: String, builtIns: [BuiltIn] = []) throws(ReleaseFolderError) -> Contents {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { throw .unreadable(folder) }
         var entries: [String: CatalogEntry] = [:]
         var versions: [String: (manifest: Manifest, bytes: [UInt8], signature: String?)] = [:]
@@ -84,7 +111,25 @@ public enum ReleaseFolder {
             patchCount += patches.count
             entries[key]!.content = CatalogContent(manifest: Digests.sha256Hex(target.bytes), objects: baseURL + "objects/", patches: patches)
         }
-        return Contents(entries: Array(entries.values), objects: content.objects.count, patches: patchCount)
+        for builtIn in builtIns where versions["\(builtIn.id) \(builtIn.version)"] == nil { throw .builtInNotPublished(builtIn.description) }
+        // Per-file diffs, and each version's index of them.
+        let diffs = ReleaseDiffs(folder: folder, content: content)
+        let written: ReleaseDiffs.Written
+        do { written = try diffs.write(versions: versions.values.map(\.manifest), builtIns: Set(builtIns.map(\.description))) } catch {
+            throw .content("diffs", error.description)
+        }
+        for (key, rows) in written.indexes where !rows.isEmpty {
+            guard let manifest = versions[key]?.manifest else { continue }
+            do {
+                let file = try diffs.writeIndex(FileDiffIndex(id: manifest.id, version: manifest.version, diffs: rows))
+                entries[key]!.content!.diffs = CatalogDiffs(base: baseURL + "diffs/", url: baseURL + file.path, size: file.size, sha256: file.sha256)
+            } catch {
+                throw .content(key, error.description)
+            }
+        }
+        return Contents(
+            entries: Array(entries.values), objects: content.objects.count, patches: patchCount,
+            diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded)
     }
 }
 
@@ -96,6 +141,8 @@ public enum ReleaseFolderError: Error, Equatable, Sendable, CustomStringConverti
     case content(String, String)
     /// A full bundle or delta that is not a zip: devices install zip only, so a catalog never lists anything else.
     case notZip(String)
+    /// `--built-in` named a version the folder has no full bundle of: diffs are made from published contents only.
+    case builtInNotPublished(String)
 
     public var description: String {
         switch self {
@@ -104,6 +151,7 @@ public enum ReleaseFolderError: Error, Equatable, Sendable, CustomStringConverti
         case .twoBundles(let key, let one, let other): "two bundles hold \(key) (\(one) and \(other)); keep one format per version"
         case .orphanDelta(let file, let target): "delta \(file) leads to \(target), which has no full bundle in the folder"
         case .content(let key, let why): "\(key): \(why)"
+        case .builtInNotPublished(let version): "built-in \(version) has no full bundle in the folder; diffs from it need its contents: publish its bundle beside the others"
         case .notZip(let path): "\(path) is a tar.gz bundle; a catalog lists zip bundles only, since devices install zip: repack it as zip (satchel pack --format zip)"
         }
     }

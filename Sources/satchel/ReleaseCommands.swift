@@ -34,8 +34,9 @@ extension Satchel {
                 Every bundle is verified first (manifest, every file's hash); deltas are attached to the version they \
                 lead to. URLs are <base-url><file name>; a relative base URL (such as ./) makes them relative to the \
                 catalog. The same pass writes, in the bundle folder, each file content once as an object \
-                (objects/<xx>/<sha256>[.gz]) and each version's manifest patches (patches/<id>/<version>/), published \
-                under the same base URL, so an updater can fetch only what its device lacks. --expires-in counts from now; --expires fixes the instant, so a catalog can be rebuilt byte \
+                (objects/<xx>/<sha256>[.gz]), each version's manifest patches (patches/<id>/<version>/) and per-file \
+                diffs from older versions and built-ins (diffs/<xx>/<from>-<to>, listed in patches/<id>/<version>/diffs.json.gz), \
+                published under the same base URL, so an updater can fetch only what its device lacks. --expires-in counts from now; --expires fixes the instant, so a catalog can be rebuilt byte \
                 for byte (SOURCE_DATE_EPOCH is deliberately not used: it is usually the commit time, and a catalog \
                 expiring relative to it would be stale on arrival).
                 """)
@@ -58,11 +59,21 @@ extension Satchel {
         var serial: Int64?
         @Option(help: "Where devices POST their reports (written into the catalog).")
         var reportURL: String?
+        @Option(
+            name: .customLong("built-in"),
+            help: ArgumentHelp(
+                "A version apps ship as a built-in (repeatable): every newer version of its package gets per-file diffs from it, however far back. Its full bundle must be in the folder.",
+                valueName: "id@version"))
+        var builtIns: [String] = []
         @Flag(help: "Print the catalog's summary as JSON.")
         var json = false
 
         func run() throws {
             let key = try signKey.map { try KeyFile.signingKey($0) }
+            let shipped: [ReleaseFolder.BuiltIn]
+            do { shipped = try builtIns.map { text throws(FieldError) in try ReleaseFolder.BuiltIn(parsing: text) } } catch {
+                throw ValidationError("--built-in: \(error)")
+            }
             let expiry: Timestamp
             if let expires {
                 do { expiry = try Timestamp(rfc3339: expires) } catch { throw ValidationError("--expires \(expires): must be RFC 3339 UTC, like 2027-01-31T00:00:00Z") }
@@ -77,7 +88,7 @@ extension Satchel {
                 base = "../../" + (base == "./" ? "" : base)  // the channel's catalog sits two folders below production's
             }
             let release: ReleaseFolder.Contents
-            do { release = try ReleaseFolder.read(bundles, baseURL: base) } catch { throw Output.failure(error.description) }
+            do { release = try ReleaseFolder.read(bundles, baseURL: base, builtIns: shipped) } catch { throw Output.failure(error.description) }
             // A version staged, halted or revoked in the catalog being replaced stays so: publishing the next release
             // must not roll an earlier one out to everyone. A watched release stays watched, from when it was released.
             let previous = FileManager.default.fileExists(atPath: output) ? try CatalogFile.read(output) : nil
@@ -112,16 +123,19 @@ extension Satchel {
                 let deltas: Int
                 let objects: Int
                 let patches: Int
+                let diffs: Int
+                let diffBytes: Int64
+                let diffsEncoded: Int
             }
             let summary = Summary(
                 catalog: output, signature: key == nil ? nil : output + ".sig", expires: catalog.expires.description,
                 packages: catalog.packages.count, deltas: catalog.packages.reduce(0) { $0 + $1.deltas.count }, objects: release.objects,
-                patches: release.patches)
+                patches: release.patches, diffs: release.diffs, diffBytes: release.diffBytes, diffsEncoded: release.diffsEncoded)
             if json {
                 Output.json(summary)
             } else {
                 let signed = key == nil ? "unsigned" : "signed"
-                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), \(summary.objects) objects, \(summary.patches) manifest patches, expires \(summary.expires)")
+                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), \(summary.objects) objects, \(summary.patches) manifest patches, \(summary.diffs) diff\(summary.diffs == 1 ? "" : "s") (\(summary.diffsEncoded) new), expires \(summary.expires)")
             }
         }
     }

@@ -34,7 +34,7 @@ struct FormatsCoverageTests {
                 content: CatalogContent(manifest: sha, objects: "objects/", patches: [
                     CatalogPatch(from: nil, url: "patches/shop/1.1.0/full.json.gz", size: 9, sha256: sha),
                     CatalogPatch(from: v("1.0.0"), url: "patches/shop/1.1.0/from-1.0.0.json.gz", size: 3, sha256: sha),
-                ])),
+                ], diffs: CatalogDiffs(base: "diffs/", url: "patches/shop/1.1.0/diffs.json.gz", size: 7, sha256: sha))),
         ], serial: 12, reportURL: "/_satchel/reports", rollouts: [
             Rollout(entry: CatalogEntry(id: PackageID("shop"), version: v("1.2.0"), url: "shop-1.2.0.zip", size: 10, sha256: sha),
                     permille: 125, state: .staged, since: Timestamp(secondsSinceEpoch: 1_790_000_000)),
@@ -63,6 +63,9 @@ struct FormatsCoverageTests {
             ("Satchel-Report", ReportRecord(at: Timestamp(secondsSinceEpoch: 1_790_000_000), via: "post", report: report).jsonLine),
             ("updater.json", Array(try JSONEncoder().encode(record))), ("store.json", Array(#"{"channel":"beta","layout":1}"#.utf8)), ("patches/<id>/<version>/from-<base>.json.gz", patch.canonicalBytes), ("state.json", state.canonicalBytes),
             ("cache.json", Array(#"{"layout":1}"#.utf8)),
+            ("patches/<id>/<version>/diffs.json.gz", FileDiffIndex(id: try PackageID("shop"), version: v("1.1.0"), diffs: [
+                .init(from: sha, to: changed, size: 40, sha256: sha),
+            ]).canonicalBytes),
             ("entries/<xx>/<id>.json", try #require(CacheStore.record(key: "https://api.example/x", stored: cached, bodyLength: 5))),
         ]
     }

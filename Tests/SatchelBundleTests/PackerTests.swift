@@ -2,7 +2,7 @@
 @testable import SatchelBundle
 import Foundation
 import SatchelCore
-import SatchelPublishing
+@testable import SatchelPublishing
 import SatchelTestSupport
 import Testing
 #if canImport(Glibc)
@@ -304,6 +304,70 @@ struct ReleaseFolderTests {
                 #expect(patch.url.hasPrefix("https://cdn.example/patches/shop/\(versions.last!)/"))
                 let path = folder + "/release/" + patch.url.dropFirst("https://cdn.example/".count)
                 #expect(try FileDigest.sha256(ofFile: path).sha256 == patch.sha256)
+            }
+        }
+    }
+
+    @Test("per-file diffs: from each of the newest older versions and from a built-in far back, content-addressed, listed per version, kept on a second run")
+    func diffs() throws {
+        try withTemporaryFolder { folder throws in
+            // A bundler's output: app.<hash>.js changes a little each version and is renamed; logo.png never changes;
+            // notes.txt is rewritten entirely (no diff worth publishing).
+            var random = SystemRandomNumberGenerator()
+            let library = (0..<4000).map { "export function f\($0)(x) { return x * \($0 % 97) + \"\($0)\"; }\n" }.joined()
+            let versions = (0...ReleaseFolder.patchBases + 2).map { "1.\($0).0" }
+            for (index, version) in versions.enumerated() {
+                let hash = String(format: "c%07x", 0x100_0000 + index * 7919)
+                let noise = (0..<3000).map { _ in UInt8.random(in: 0x61...0x7A, using: &random) }
+                try makeTree(folder + "/src-\(version)", [
+                    "index.html": "<script src=app.\(hash).js></script>",
+                    "js/app.\(hash).js": library + "export const version = '\(version)';\n",
+                    "logo.png": "same",
+                    "notes.txt": String(decoding: noise, as: UTF8.self),
+                ])
+                var packOptions = try options(offlinePage: nil)
+                packOptions.version = try SemanticVersion(version)
+                _ = try Packer.pack(source: folder + "/src-\(version)", options: packOptions, outputFolder: folder + "/release")
+            }
+            let builtIn = ReleaseFolder.BuiltIn(id: try PackageID("shop"), version: try SemanticVersion("1.0.0"))
+            let contents = try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/", builtIns: [builtIn])
+            let newest = try #require(contents.entries.first { $0.version.description == versions.last! }?.content)
+            let listed = try #require(newest.diffs)
+            #expect(listed.base == "https://cdn.example/diffs/")
+            let indexPath = folder + "/release/" + listed.url.dropFirst("https://cdn.example/".count)
+            let indexBytes = try readBytes(indexPath)
+            #expect(Int64(indexBytes.count) == listed.size && Digests.sha256Hex(indexBytes) == listed.sha256)
+            let index = try FileDiffIndex.decode(try GunzipReader.decompress(indexBytes))
+            #expect(index.version.description == versions.last!)
+            // The newest app.js has diffs from the 8 newest older versions and from the built-in 1.0.0, nothing older.
+            let manifests = try versions.map { version in
+                try BundleReader(path: folder + "/release/shop-\(version).zip").manifest
+            }
+            func content(_ manifest: Manifest, _ prefix: String) -> String { manifest.files.first { $0.path.value.hasPrefix(prefix) }!.sha256 }
+            let newestApp = content(manifests.last!, "js/app.")
+            let expectedFroms = Set(([manifests[0]] + manifests.dropLast().suffix(ReleaseFolder.patchBases)).map { content($0, "js/app.") })
+            #expect(Set(index.diffs.filter { $0.to == newestApp }.map(\.from)) == expectedFroms)
+            #expect(!index.diffs.contains { $0.from == content(manifests[1], "js/app.") }, "1.1.0 is neither recent nor built in")
+            // index.html's diffs may or may not pay; notes.txt's never do (random letters, rewritten).
+            #expect(!index.diffs.contains { $0.to == content(manifests.last!, "notes.txt") })
+            for diff in index.diffs {
+                let bytes = try readBytes(folder + "/release/diffs/" + diff.path)
+                #expect(Int64(bytes.count) == diff.size && Digests.sha256Hex(bytes) == diff.sha256)
+                let stem = folder + "/release/objects/\(diff.to.prefix(2))/\(diff.to)"
+                let object = try ReleaseContent.gzipDigests(stem + ".gz")?.size ?? FileDigest.sha256(ofFile: stem).size
+                #expect(Double(diff.size) <= Double(object) * 0.75)
+            }
+            #expect(contents.diffs > 0 && contents.diffsEncoded == contents.diffs)
+            // A second run encodes nothing new, and replaces a damaged diff.
+            let damaged = folder + "/release/diffs/" + index.diffs[0].path
+            let good = try readBytes(damaged)
+            try Data(good.map { $0 ^ 0x5A }).write(to: URL(fileURLWithPath: damaged))
+            let again = try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/", builtIns: [builtIn])
+            #expect(again.diffs == contents.diffs && again.diffsEncoded == 1)
+            #expect(try readBytes(damaged) == good)
+            // A built-in that is not published is refused by name.
+            #expect(throws: ReleaseFolderError.builtInNotPublished("shop@0.9.0")) {
+                try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/", builtIns: [.init(id: try PackageID("shop"), version: try SemanticVersion("0.9.0"))])
             }
         }
     }

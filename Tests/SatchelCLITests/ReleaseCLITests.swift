@@ -32,7 +32,7 @@ struct ReleaseCLITests {
             #expect(first.status == 0 && second.status == 0, "\(first.stderr)")
             // 1.0.0 holds four distinct contents (index.html, app.js, offline.html, img/a.png) and 1.1.0 one new app.js.
             // Patches: each version from nothing, and 1.1.0 from 1.0.0.
-            #expect(first.stdout == "wrote \(folder)/a.json (unsigned): 2 bundles, 1 delta, 5 objects, 3 manifest patches, expires 2030-01-01T00:00:00Z\n")
+            #expect(first.stdout == "wrote \(folder)/a.json (unsigned): 2 bundles, 1 delta, 5 objects, 3 manifest patches, 0 diffs (0 new), expires 2030-01-01T00:00:00Z\n")
             #expect(try readBytes(folder + "/a.json") == readBytes(folder + "/b.json"))
             let text = try String(contentsOfFile: folder + "/a.json", encoding: .utf8)
             #expect(text.contains(#""url":"https://cdn.example/r/shop-1.0.0-1.1.0.zip""#))
@@ -73,6 +73,11 @@ struct ReleaseCLITests {
             try FileManager.default.createDirectory(atPath: folder + "/empty", withIntermediateDirectories: true)
             let empty = try CLI.run(["catalog", folder + "/empty", "--base-url", "x/", "--output", folder + "/c.json"])
             #expect(empty.status == 1 && empty.stderr.contains("no bundles in"))
+            let badBuiltIn = try CLI.run(["catalog", folder + "/release", "--base-url", "x/", "--built-in", "shop", "--output", folder + "/c.json"])
+            #expect(badBuiltIn.status == 64 && badBuiltIn.stderr.contains("--built-in"), "\(badBuiltIn.stderr)")
+            let unpublished = try CLI.run(["catalog", folder + "/release", "--base-url", "x/", "--built-in", "shop@0.9.0", "--output", folder + "/c.json"])
+            #expect(unpublished.status == 1 && unpublished.stderr.contains("built-in shop@0.9.0 has no full bundle in the folder"), "\(unpublished.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: folder + "/c.json"))
             let same = try CLI.run(["diff", old, old, "--output", folder + "/d"])
             #expect(same.status == 1 && same.stderr.contains("both bundles are version 1.0.0"))
             try Data("not a zip".utf8).write(to: URL(fileURLWithPath: folder + "/release/broken.zip"))

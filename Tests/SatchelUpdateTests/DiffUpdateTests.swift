@@ -54,7 +54,12 @@ struct DiffRelease {
             for file in manifest.files { contents[file.sha256] = Array(try String(contentsOfFile: folder + "/src-\(manifest.id)-\(manifest.version)/" + file.path.value, encoding: .utf8).utf8) }
         }
 
-        entries = try ReleaseFolder.read(folder + "/release", baseURL: "").entries
+        // The publisher's own diffs are left out: these tests list theirs (admin's library among them) by hand.
+        entries = try ReleaseFolder.read(folder + "/release", baseURL: "").entries.map { entry in
+            var plain = entry
+            plain.content?.diffs = nil
+            return plain
+        }
         let enumerator = FileManager.default.enumerator(atPath: folder + "/release")!
         while let relative = enumerator.nextObject() as? String {
             var isFolder: ObjCBool = false

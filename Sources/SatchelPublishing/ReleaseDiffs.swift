@@ -1,0 +1,162 @@
+import Foundation
+import SatchelArchive
+import SatchelBundle
+import SatchelCore
+import SatchelDiff
+import SatchelPlatform
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The per-file diffs of a release folder (docs/formats.md, "Diffs"), written by `satchel catalog` after the objects:
+/// for each version, each content no base holds gets a diff from its predecessor (``ContentPairing``) in each of the
+/// ``ReleaseFolder/patchBases`` newest older versions of its package and in each built-in version older than it.
+/// Diffs are named by the two contents, so one serves every pair of versions that needs it, and a second run keeps
+/// the diffs it finds (after checking each still makes its target) and encodes only new pairs.
+struct ReleaseDiffs: Sendable {
+    /// A diff is published only when it is at most this share of the object it stands in for: below that, the space
+    /// on the CDN and the index's line buy a download at least a quarter smaller.
+    static let worthShare = 0.75
+
+    let folder: String
+    /// The folder's objects (every content of every full bundle), read concurrently.
+    let objects: [String: ContentObject]
+    let objectsFolder: String
+
+    init(folder: String, content: ReleaseContent) {
+        self.folder = folder
+        objects = content.objects
+        objectsFolder = content.objectsFolder
+    }
+
+    var diffsFolder: String { folder + "/diffs" }
+
+    struct Version {
+        let manifest: Manifest
+    }
+
+    /// What one run wrote: for each version (`"<id> <version>"`), its index's rows; and the counts.
+    struct Written {
+        var indexes: [String: [FileDiffIndex.Diff]] = [:]
+        var encoded = 0
+        var kept = 0
+        var bytes: Int64 = 0
+    }
+
+    /// Every diff the versions need, written or found on disk; versions are all the full bundles of the folder.
+    func write(versions: [Manifest], builtIns: Set<String>) throws(ReleaseContentError) -> Written {
+        // Which pairs each version wants, from which bases.
+        var wanted: [String: [(from: String, to: String)]] = [:]
+        var pairs = Set<[String]>()
+        for target in versions {
+            let older = versions.filter { $0.id == target.id && $0.version < target.version }.sorted { $0.version > $1.version }
+            var bases = Array(older.prefix(ReleaseFolder.patchBases))
+            for base in older.dropFirst(ReleaseFolder.patchBases) where builtIns.contains("\(base.id)@\(base.version)") { bases.append(base) }
+            var rows: [(String, String)] = []
+            var seen = Set<[String]>()
+            for base in bases {
+                for pair in ContentPairing.predecessors(of: target.files, in: base.files) where seen.insert([pair.base.sha256, pair.target.sha256]).inserted {
+                    rows.append((pair.base.sha256, pair.target.sha256))
+                    pairs.insert([pair.base.sha256, pair.target.sha256])
+                }
+            }
+            wanted["\(target.id) \(target.version)"] = rows
+        }
+        // Each distinct pair once, two at a time (encoding is CPU-bound; a release machine has cores).
+        let ordered = pairs.sorted { $0.lexicographicallyPrecedes($1) }
+        let results = Locked<[[String]: Outcome]>([:])
+        let failure = Locked<ReleaseContentError?>(nil)
+        let next = Locked(0)
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while true {
+                let index = next.withLock { value -> Int in
+                    defer { value += 1 }
+                    return value
+                }
+                guard index < ordered.count, failure.withLock({ $0 == nil }) else { return }
+                let pair = ordered[index]
+                do {
+                    let outcome = try diff(from: pair[0], to: pair[1])
+                    results.withLock { $0[pair] = outcome }
+                } catch let error as ReleaseContentError {
+                    failure.withLock { $0 = $0 ?? error }
+                } catch {
+                    failure.withLock { $0 = $0 ?? .write(path: diffsFolder, reason: "\(error)") }
+                }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+        let outcomes = results.withLock { $0 }
+        var written = Written()
+        for outcome in outcomes.values {
+            switch outcome {
+            case .encoded(let diff): written.encoded += 1; written.bytes += diff.size
+            case .kept(let diff): written.kept += 1; written.bytes += diff.size
+            case .notWorth: break
+            }
+        }
+        let maxRows = FileDiffIndex.maxBytes / FileDiffIndex.maxBytesPerDiff
+        for (key, rows) in wanted {
+            let diffs = rows.compactMap { row -> FileDiffIndex.Diff? in
+                switch outcomes[[row.from, row.to]] {
+                case .encoded(let diff)?, .kept(let diff)?: diff
+                default: nil
+                }
+            }
+            // Rows come newest base first: past the index's bound, the oldest bases' diffs are left out.
+            written.indexes[key] = Array(diffs.prefix(maxRows))
+        }
+        return written
+    }
+
+    enum Outcome {
+        case encoded(FileDiffIndex.Diff)
+        case kept(FileDiffIndex.Diff)
+        case notWorth
+    }
+
+    /// The diff from one content to another: the one on disk when it still makes its target, else a new one, written
+    /// when it is worth publishing.
+    private func diff(from: String, to: String) throws(ReleaseContentError) -> Outcome {
+        guard let object = objects[to], let source = try contentBytes(from), let target = try contentBytes(to) else {
+            return .notWorth
+        }
+        let path = diffsFolder + "/" + FileDiffIndex.path(from: from, to: to)
+        if let existing = FileManager.default.contents(atPath: path).map(Array.init),
+            let made = try? FileDiff.apply(existing, to: source), Digests.sha256Hex(made) == to
+        {
+            return .kept(FileDiffIndex.Diff(from: from, to: to, size: Int64(existing.count), sha256: Digests.sha256Hex(existing)))
+        }
+        guard let encoded = FileDiffEncoder.encode(source: source, target: target),
+            Double(encoded.count) <= Double(object.size) * Self.worthShare
+        else { return .notWorth }
+        try ReleaseContent.writeAtomically(encoded, to: path)
+        return .encoded(FileDiffIndex.Diff(from: from, to: to, size: Int64(encoded.count), sha256: Digests.sha256Hex(encoded)))
+    }
+
+    /// A content's bytes, from its object (decompressed); nil when no object holds it.
+    private func contentBytes(_ sha256: String) throws(ReleaseContentError) -> [UInt8]? {
+        guard let object = objects[sha256] else { return nil }
+        let path = objectsFolder + "/" + object.path(forContent: sha256)
+        guard let data = FileManager.default.contents(atPath: path) else { throw .write(path: path, reason: "cannot read the object") }
+        guard object.gzip else { return Array(data) }
+        do { return try GunzipReader.decompress(Array(data)) } catch { throw .write(path: path, reason: "the object is not gzip: \(error)") }
+    }
+
+    /// Writes a version's index gzip-compressed as `patches/<id>/<version>/diffs.json.gz`; returns its path relative
+    /// to the folder, size and SHA-256.
+    func writeIndex(_ index: FileDiffIndex) throws(ReleaseContentError) -> (path: String, size: Int64, sha256: String) {
+        let relative = "patches/\(index.id)/\(index.version)/diffs.json.gz"
+        var compressed: [UInt8] = []
+        do {
+            let gzip = try GzipWriter(level: 9) { compressed.append(contentsOf: $0) }
+            try index.canonicalBytes.withUnsafeBytes { try gzip.write($0) }
+            try gzip.finish()
+        } catch { throw .write(path: relative, reason: "\(error)") }
+        try ReleaseContent.writeAtomically(compressed, to: folder + "/" + relative)
+        return (relative, Int64(compressed.count), Digests.sha256Hex(compressed))
+    }
+}
