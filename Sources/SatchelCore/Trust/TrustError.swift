@@ -51,7 +51,7 @@ public enum TrustError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingRole(let role): "lacks the role \(role)"
         case .keyNotListed(let role, let id): "names key \(id) in role \(role), but keys does not hold it"
         case .duplicateKeyID(let role, let id): "names key \(id) twice in role \(role)"
-        case .invalidThreshold(let role, let threshold, let keys): "role \(role) has threshold \(threshold) with \(keys) key\(keys == 1 ? "" : "s"); a threshold is at least 1 and at most the role's keys"
+        case .invalidThreshold(let role, let threshold, let keys): "has threshold \(threshold) for role \(role), which has \(keys) key\(keys == 1 ? "" : "s"); a threshold is at least 1 and at most the role's keys"
         case .unusedKey(let id): "lists key \(id), which no role names"
         case .malformedDigest(let text): "has sha256 \(text.debugDescription), not 64 lower-case hex digits"
         }
