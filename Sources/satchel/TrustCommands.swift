@@ -64,6 +64,16 @@ enum TrustFolder {
         return signed
     }
 
+    /// What is legal but probably not meant: said on stderr, the document is written all the same.
+    static func warnings(_ document: TrustDocument) {
+        for id in Set(document.catalog.keyIDs).intersection(document.bundles.keyIDs).sorted() {
+            Output.warning("key \(id) is both a catalog and a bundles key in trust version \(document.version): whoever holds it can ship code, not only catalogs")
+        }
+        if document.expires <= CatalogFile.now() {
+            Output.warning("trust version \(document.version) expires at \(document.expires), which has passed: devices refuse every catalog while it is the newest version they reach")
+        }
+    }
+
     struct Summary: Encodable {
         struct Count: Encodable {
             let have: Int
@@ -158,6 +168,7 @@ extension Satchel {
                 let document = try TrustFolder.sign(unsigned, with: keys, previous: nil)
                 try Output.failing("cannot create \(output)") { try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true) }
                 try TrustFolder.write(document, to: file)
+                TrustFolder.warnings(document)
                 let summary = TrustFolder.Summary(document, file: file, previous: nil)
                 if json { Output.json(summary) } else { Output.line("wrote \(file): trust version 1, \(summary.line), expires \(document.expires)") }
             }
@@ -249,6 +260,7 @@ extension Satchel {
                 let document = try TrustFolder.sign(unsigned, with: keys, previous: previous)
                 guard !FileManager.default.fileExists(atPath: file) else { throw Output.failure("\(file) already exists") }
                 try TrustFolder.write(document, to: file)
+                TrustFolder.warnings(document)
                 let summary = TrustFolder.Summary(document, file: file, previous: previous)
                 if json { Output.json(summary) } else { Output.line("wrote \(file): trust version \(version), \(summary.line), expires \(document.expires)") }
             }

@@ -127,6 +127,12 @@ struct TrustCLITests {
             #expect(edited.status == 1 && edited.stderr.contains("is not in canonical form"), "\(edited.stderr)")
             let notAnything = try CLI.run(["sign", folder + "/r1/satchel.pub", "--sign-key", key(folder, "r1")])
             #expect(notAnything.status == 1 && notAnything.stderr.contains("is neither a bundle"))
+
+            // Legal but probably not meant: written, with a warning (one key for catalogs and code; an expiry passed).
+            let lax = try CLI.run(["trust", "init", "--root", pub(folder, "r1"), "--bundle-signer", pub(folder, "c1"), "--catalog-signer", pub(folder, "c1"),
+                                   "--expires", "2020-01-01T00:00:00Z", "--sign-key", key(folder, "r1"), "--output", folder + "/lax"])
+            #expect(lax.status == 0 && FileManager.default.fileExists(atPath: folder + "/lax/1.json"))
+            #expect(lax.stderr.contains("is both a catalog and a bundles key in trust version 1") && lax.stderr.contains("which has passed"), "\(lax.stderr)")
         }
     }
 

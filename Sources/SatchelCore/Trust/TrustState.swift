@@ -64,7 +64,8 @@ public struct TrustState: Sendable {
     /// The state a device had: the documents the app ships and those it stored (any order, duplicates allowed),
     /// walked again from the anchor, signatures and all but no expiry. The chain stops at the first version missing
     /// or refused; what it left out is returned with why, so a damaged file costs a fetch, never the chain. Documents
-    /// older than the anchor are not part of the chain and are ignored.
+    /// older than the anchor are not part of the chain and are ignored. Pass a document the app ships first: of two
+    /// documents of one version, the first given that chains is kept.
     public static func restore(anchor: TrustAnchor?, plainKeys: [VerifyingKey] = [], documents: [[UInt8]]) -> (state: TrustState, refused: [TrustRefusal]) {
         var state = TrustState(anchor: anchor, plainKeys: plainKeys)
         var refused: [TrustRefusal] = []
@@ -263,7 +264,8 @@ public struct TrustWalk: Sendable {
         steps.append(try state.accept(document))
     }
 
-    /// The documents accepted on this walk, oldest first: what to keep once the catalog is accepted.
+    /// The documents accepted on this walk, oldest first: what to keep once the catalog is accepted (each one's
+    /// `canonicalBytes` are the bytes fetched, since documents are read in canonical form only).
     public var accepted: [TrustDocument] { Array(state.documents.suffix(steps.count)) }
 
     /// Whether a version accepted on this walk dropped a catalog key: the catalog serial floor no longer binds.
