@@ -14,6 +14,7 @@ let package = Package(
         .executableTarget(name: "body-restorer", dependencies: ["FuzzDriver", .product(name: "SatchelCore", package: "Satchel")], path: "Targets/body-restorer"),
         .executableTarget(name: "manifest", dependencies: ["FuzzDriver", .product(name: "SatchelCore", package: "Satchel")], path: "Targets/manifest"),
         .executableTarget(name: "catalog", dependencies: ["FuzzDriver", .product(name: "SatchelCore", package: "Satchel")], path: "Targets/catalog"),
+        .executableTarget(name: "trust", dependencies: ["FuzzDriver", .product(name: "SatchelCore", package: "Satchel")], path: "Targets/trust"),
         .executableTarget(
             name: "zip-reader",
             dependencies: ["FuzzDriver", .product(name: "SatchelArchive", package: "Satchel"), .product(name: "SatchelBundle", package: "Satchel")],

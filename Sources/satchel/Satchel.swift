@@ -15,6 +15,7 @@ struct Satchel: AsyncParsableCommand {
             Install.self, List.self, Activate.self, Confirm.self, Rollback.self, Launch.self, Remove.self, GC.self, Check.self,
             CatalogCommand.self, Diff.self, Update.self, RolloutCommand.self,
             Resolve.self, HookScriptCommand.self, Serve.self,
+            TrustCommand.self, Sign.self,
         ]
     )
 }
