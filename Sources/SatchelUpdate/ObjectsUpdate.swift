@@ -147,7 +147,6 @@ struct ObjectsUpdate {
         // as the smallest diff from a content the device holds, when that is smaller than its object.
         var diffing = DiffUse()
         var routes: [String: DiffRoute] = [:]
-        var index = UpdatePlan.Cost(bytes: 0, requests: 0)
         if let diffs = content.diffs {
             diffing.listed = true
             if FileDiffRoutes.indexCanPay(
@@ -156,15 +155,14 @@ struct ObjectsUpdate {
                 routes = try await chooseDiffs(
                     diffs, for: entry, from: fetched, needed: neededContents, held: held, use: &diffing, spent: &spent, progress: progress)
                 received += diffing.bytes
-                // Asked for, so weighed, whether it then helped or not: the choice stays what a release team computes
-                // from the published files.
-                index = UpdatePlan.Cost(bytes: diffs.size, requests: 1)
             }
         }
         let objectBytes = needed.filter { routes[$0.key] == nil }.values.reduce(Int64(0)) { $0 + $1.size }
         let diffBytes = routes.values.reduce(Int64(0)) { $0 + $1.diff.size }
-        let cost = UpdatePlan.Cost(
-            bytes: patchEntry.size + index.bytes + objectBytes + diffBytes, requests: 1 + index.requests + needed.count)
+        // The index was weighed when it was asked for (only when it could pay); read, it is spent whichever way wins,
+        // so the way is weighed as before diffs with each routed file's diff in place of its object: diffs never send
+        // a device a heavier way than it took without them.
+        let cost = UpdatePlan.Cost(bytes: patchEntry.size + objectBytes + diffBytes, requests: 1 + needed.count)
         guard UpdatePlan.cheapest(objects: cost, delta: delta, full: full) == .objects else { return nil }
 
         let gathered = try await gather(
