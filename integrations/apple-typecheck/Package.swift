@@ -25,6 +25,7 @@ let package = Package(
             .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
         ]),
         .target(name: "SatchelArchive", dependencies: ["CZlib", "SatchelCore", "SatchelPlatform"]),
+        .target(name: "SatchelDiff", dependencies: ["CZlib"]),
         .target(name: "SatchelBundle", dependencies: [
             "SatchelCore", "SatchelArchive", "SatchelPlatform", .product(name: "Crypto", package: "swift-crypto"),
         ]),
@@ -42,6 +43,7 @@ let package = Package(
         .target(name: "SatchelDeviceTests", dependencies: ["SatchelWebKit", "SatchelHost", "WebKit"]),
         .executableTarget(name: "apple-typecheck", dependencies: [
             "SatchelWebKit", "SatchelHost", "WebKit", "SatchelUpdate", "SatchelStore", "SatchelCache", "SatchelBundle", "SatchelArchive",
+            "SatchelDiff",
         ]),
     ]
 )
