@@ -11,7 +11,8 @@ import Darwin
 #endif
 
 /// The per-file diffs of a release folder (docs/formats.md, "Diffs"), written by `satchel catalog` after the objects:
-/// for each version, each content no base holds gets a diff from its predecessor (``ContentPairing``) in each of the
+/// for each version, each content no base holds gets a diff from its predecessor (``ContentPairing``'s name rules, then
+/// the base file it most resembles, ``ContentSketch``) in each of the
 /// ``ReleaseFolder/patchBases`` newest older versions of its package and in each built-in version older than it.
 /// Diffs are named by the two contents, so one serves every pair of versions that needs it, and a second run keeps
 /// the diffs it finds (after checking each still makes its target) and encodes only new pairs.
@@ -50,6 +51,7 @@ struct ReleaseDiffs: Sendable {
         // Which pairs each version wants, from which bases.
         var wanted: [String: [(from: String, to: String)]] = [:]
         var pairs = Set<[String]>()
+        var sketches: [String: ContentSketch] = [:]
         for target in versions {
             let older = versions.filter { $0.id == target.id && $0.version < target.version }.sorted { $0.version > $1.version }
             var bases = Array(older.prefix(ReleaseFolder.patchBases))
@@ -57,9 +59,11 @@ struct ReleaseDiffs: Sendable {
             var rows: [(String, String)] = []
             var seen = Set<[String]>()
             for base in bases {
-                for pair in ContentPairing.predecessors(of: target.files, in: base.files) where seen.insert([pair.base.sha256, pair.target.sha256]).inserted {
-                    rows.append((pair.base.sha256, pair.target.sha256))
-                    pairs.insert([pair.base.sha256, pair.target.sha256])
+                var found = ContentPairing.predecessors(of: target.files, in: base.files).map { ($0.base.sha256, $0.target.sha256) }
+                found += try similarPredecessors(of: target.files, in: base.files, paired: Set(found.map(\.1)), sketches: &sketches)
+                for (from, to) in found where seen.insert([from, to]).inserted {
+                    rows.append((from, to))
+                    pairs.insert([from, to])
                 }
             }
             wanted["\(target.id) \(target.version)"] = rows
@@ -110,6 +114,41 @@ struct ReleaseDiffs: Sendable {
             written.indexes[key] = Array(diffs.prefix(maxRows))
         }
         return written
+    }
+
+    /// A sketch of two contents must share at least this share of marks for them to be paired by content: below it,
+    /// a diff rarely comes to 3/4 of the object, and encoding it would be time spent for nothing.
+    static let minimumSimilarity = 0.25
+
+    /// Pairs by content what the name rules left (``ContentPairing``): each file of `target` whose content `base`
+    /// lacks and that no rule paired, with the base file of the same extension, between half and twice its size,
+    /// whose content it most resembles (``ContentSketch``), when that is at least ``minimumSimilarity``. Each content
+    /// is sketched once per run (`sketches`).
+    private func similarPredecessors(
+        of target: [FileRecord], in base: [FileRecord], paired: Set<String>, sketches: inout [String: ContentSketch]
+    ) throws(ReleaseContentError) -> [(String, String)] {
+        let held = Set(base.map(\.sha256))
+        func kind(_ file: FileRecord) -> Substring { file.path.value.split(separator: "/").last?.split(separator: ".").last ?? "" }
+        func sketch(_ sha256: String) throws(ReleaseContentError) -> ContentSketch? {
+            if let known = sketches[sha256] { return known }
+            guard let bytes = try contentBytes(sha256) else { return nil }
+            let made = ContentSketch(bytes)
+            sketches[sha256] = made
+            return made
+        }
+        var found: [(String, String)] = []
+        for file in target where file.size > 0 && !held.contains(file.sha256) && !paired.contains(file.sha256) {
+            let candidates = base.filter { $0.size > 0 && kind($0) == kind(file) && $0.size * 2 >= file.size && $0.size <= file.size * 2 }
+            guard !candidates.isEmpty, let mine = try sketch(file.sha256) else { continue }
+            var best: (sha256: String, score: Double)?
+            for candidate in candidates {
+                guard let theirs = try sketch(candidate.sha256) else { continue }
+                let score = mine.similarity(to: theirs)
+                if score >= Self.minimumSimilarity, score > best?.score ?? 0 { best = (candidate.sha256, score) }
+            }
+            if let best { found.append((best.sha256, file.sha256)) }
+        }
+        return found
     }
 
     enum Outcome {

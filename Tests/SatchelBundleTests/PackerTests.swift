@@ -371,4 +371,32 @@ struct ReleaseFolderTests {
             }
         }
     }
+
+    @Test("a chunk the bundler renumbered (no name rule pairs it) gets a diff from the file it resembles; an unrelated file does not")
+    func similarPairing() throws {
+        try withTemporaryFolder { folder throws in
+            var random = SystemRandomNumberGenerator()
+            func text(_ count: Int) -> String { String(decoding: (0..<count).map { _ in UInt8.random(in: 0x61...0x7A, using: &random) }, as: UTF8.self) }
+            let chunk = (0..<400).map { "export const v\($0) = '\(text(60))';\n" }.joined()
+            let unrelatedOld = text(20_000), unrelatedNew = text(20_000)
+            let edited = chunk.replacingOccurrences(of: "export const v200", with: "export const edited = 1;\nexport const v200")
+            for (version, files) in [
+                ("1.0.0", ["index.html": "<h1>1</h1>", "js/132.js": chunk, "css/a.css": unrelatedOld]),
+                ("1.1.0", ["index.html": "<h1>2</h1>", "js/5114.js": edited, "css/b.css": unrelatedNew]),
+            ] {
+                try makeTree(folder + "/src-\(version)", files)
+                var packOptions = try options(offlinePage: nil)
+                packOptions.version = try SemanticVersion(version)
+                _ = try Packer.pack(source: folder + "/src-\(version)", options: packOptions, outputFolder: folder + "/release")
+            }
+            let contents = try ReleaseFolder.read(folder + "/release", baseURL: "./")
+            let listed = try #require(contents.entries.first { $0.version.description == "1.1.0" }?.content?.diffs)
+            let index = try FileDiffIndex.decode(try GunzipReader.decompress(try readBytes(folder + "/release/" + listed.url.dropFirst(2))))
+            let sha = { (text: String) in Digests.sha256Hex(Array(text.utf8)) }
+            #expect(index.diffs.map { [$0.from, $0.to] } == [[sha(chunk), sha(edited)]])
+            // The sketch itself: the edited chunk is near its predecessor, the unrelated stylesheets are not near each other.
+            #expect(ContentSketch(Array(chunk.utf8)).similarity(to: ContentSketch(Array(edited.utf8))) > 0.8)
+            #expect(ContentSketch(Array(unrelatedOld.utf8)).similarity(to: ContentSketch(Array(unrelatedNew.utf8))) < 0.05)
+        }
+    }
 }

@@ -30,7 +30,6 @@ let package = Package(
             "SatchelCore", "SatchelArchive", "SatchelPlatform", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "SatchelStore", dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle", "SatchelPlatform"]),
-        .target(name: "SatchelDiff", dependencies: ["CZlib"]),
         .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
         .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         .target(name: "SatchelUpdate", dependencies: [
