@@ -1,5 +1,5 @@
 /// A per-file binary diff: the bytes of a target file as copies from the file it replaces (the source), copies
-/// from the target already written, and literals. The format is in docs/file-diff-format.draft.md; the encoder is
+/// from the target already written, and literals. The format is in docs/formats.md ("Diffs"); the encoder is
 /// SatchelPublishing's `FileDiffEncoder`.
 ///
 /// Applying one holds the source, the target and the decoded streams, bounded by `FileDiffLimits` and checked from

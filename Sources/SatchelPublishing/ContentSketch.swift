@@ -2,7 +2,8 @@
 /// with a predecessor no name rule finds (a bundler renumbered the chunk: `132.<hash>.js` became `5114.<hash>.js`).
 ///
 /// Content-defined sampling: a rolling hash over the last 64 bytes (gear hash: each byte shifts the sum one bit and
-/// adds a random word) marks about one position in 32, and the sketch keeps the 256 smallest marks (bottom-k
+/// adds a random word) marks the positions where its low 5 bits are zero (about one in 32, chosen by the last few
+/// bytes), each mark's value covering the 64 bytes before it; the sketch keeps the 256 smallest values (bottom-k
 /// MinHash). Marks depend only on nearby bytes, so an insertion or a renamed hash elsewhere leaves them where they
 /// were; comparing the two smallest-256 lists estimates the share of marks two files have in common.
 struct ContentSketch: Equatable, Sendable {

@@ -1,6 +1,6 @@
 import SatchelDiff
 
-/// Writes SatchelDiff's per-file binary diffs (docs/file-diff-format.draft.md) on the publishing side.
+/// Writes SatchelDiff's per-file binary diffs (docs/formats.md, "Diffs") on the publishing side.
 ///
 /// The target is parsed greedily, with one step of lazy matching, into instructions over one address space: the
 /// source, then the target written so far. At each position the two repeat offsets are tried first (an edit that

@@ -24,6 +24,8 @@ public enum ReleaseFolder {
         public var diffBytes: Int64 = 0
         /// Of those, how many this run encoded (the rest were on disk already and still make their targets).
         public var diffsEncoded: Int = 0
+        /// Pairs this run encoded and found not worth a diff (a later run does not encode them again).
+        public var diffsNotWorth: Int = 0
     }
 
     /// A version apps ship as a built-in: every newer version of its package gets diffs from it, however far back.
@@ -129,7 +131,7 @@ public enum ReleaseFolder {
         }
         return Contents(
             entries: Array(entries.values), objects: content.objects.count, patches: patchCount,
-            diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded)
+            diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded, diffsNotWorth: written.judgedNotWorth)
     }
 }
 

@@ -358,12 +358,17 @@ struct ReleaseFolderTests {
                 #expect(Double(diff.size) <= Double(object) * 0.75)
             }
             #expect(contents.diffs > 0 && contents.diffsEncoded == contents.diffs)
-            // A second run encodes nothing new, and replaces a damaged diff.
+            // notes.txt (rewritten each version) was encoded, found not worth it, and left its verdict.
+            #expect(contents.diffsNotWorth > 0)
+            let notes = manifests.map { content($0, "notes.txt") }
+            #expect(FileManager.default.fileExists(atPath: folder + "/release/diffs/" + FileDiffIndex.path(from: notes[notes.count - 2], to: notes.last!) + ".none"))
+            // A second run encodes nothing new (neither the diffs on disk nor the pairs judged before), and replaces a
+            // damaged diff.
             let damaged = folder + "/release/diffs/" + index.diffs[0].path
             let good = try readBytes(damaged)
             try Data(good.map { $0 ^ 0x5A }).write(to: URL(fileURLWithPath: damaged))
             let again = try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/", builtIns: [builtIn])
-            #expect(again.diffs == contents.diffs && again.diffsEncoded == 1)
+            #expect(again.diffs == contents.diffs && again.diffsEncoded == 1 && again.diffsNotWorth == 0)
             #expect(try readBytes(damaged) == good)
             // A built-in that is not published is refused by name.
             #expect(throws: ReleaseFolderError.builtInNotPublished("shop@0.9.0")) {
