@@ -184,9 +184,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
-        .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore"]),
+        .testTarget(name: "SatchelCoreTests", dependencies: ["SatchelCore", "SatchelTestSupport"]),
         .testTarget(name: "SatchelReportPageTests", dependencies: ["SatchelReportPage", "SatchelCore"]),
-        .testTarget(name: "SatchelDiffTests", dependencies: ["SatchelDiff", "SatchelPublishing"]),
+        .testTarget(name: "SatchelDiffTests", dependencies: ["SatchelDiff", "SatchelPublishing", "SatchelTestSupport"]),
         .testTarget(name: "SatchelArchiveTests", dependencies: ["SatchelArchive", "SatchelPublishing", "SatchelPlatform", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelPublishingTests",

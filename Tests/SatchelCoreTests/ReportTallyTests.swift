@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SatchelTestSupport
 @testable import SatchelCore
 
 private func v(_ raw: String) -> SemanticVersion { try! SemanticVersion(raw) }
@@ -11,21 +12,10 @@ private func entry(_ id: PackageID, _ version: String) -> CatalogEntry {
 }
 private let base: Int64 = 1_800_000_000
 
-/// A seeded generator, so a failure can be replayed.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Reports over three versions of shop and one of account.web, from `devices` devices, with reasons, revocations,
 /// ties within a second and reports on both sides of the steps' starts.
-private func records(_ count: Int, devices: Int, rng: inout SplitMix) -> [ReportRecord] {
+private func records(_ count: Int, devices: Int, rng: inout SeededGenerator) -> [ReportRecord] {
     let versions: [(PackageID, String)] = [(shop, "1.0.0"), (shop, "1.1.0"), (shop, "1.2.0-beta.1"), (account, "2.0.0")]
     let reasons: [String?] = [nil, "crashed", "script-error", "trial", "revoked", "unresponsive"]
     return (0..<count).map { _ in
@@ -75,7 +65,7 @@ private func referenceAccepts(_ line: [UInt8]) -> Bool { (try? ReportRecord.pars
 
 /// Changes a line the way damage and odd writers do: a byte replaced by one the grammars care about, a byte dropped,
 /// a span repeated, the line cut short.
-private func mutate(_ line: [UInt8], rng: inout SplitMix) -> [UInt8] {
+private func mutate(_ line: [UInt8], rng: inout SeededGenerator) -> [UInt8] {
     var bytes = line
     let interesting = Array(#"",;=: {}[]\0aAZ-._*"#.utf8) + [0x09, 0x7F, 0xC3, 0x0D, 0x00]
     for _ in 0..<Int.random(in: 1...3, using: &rng) where !bytes.isEmpty {
@@ -94,7 +84,7 @@ private func mutate(_ line: [UInt8], rng: inout SplitMix) -> [UInt8] {
 struct ReportTallyTests {
     @Test("the scanner accepts only lines ReportRecord.parse accepts and refuses only lines it refuses, over generated and mutated lines of both shapes")
     func scannerAgreesWithParse() throws {
-        var rng = SplitMix(state: 43)
+        var rng = SeededGenerator(state: 43)
         let sample = records(1500, devices: 300, rng: &rng)
         var lines: [[UInt8]] = []
         for (index, record) in sample.enumerated() {
@@ -181,7 +171,7 @@ struct ReportTallyTests {
 
     @Test("the tally's rows equal VersionStatus.compute's for any step start, in any order of lines, after a step moves")
     func tallyAgreesWithCompute() throws {
-        var rng = SplitMix(state: 7)
+        var rng = SeededGenerator(state: 7)
         let sample = records(4000, devices: 500, rng: &rng)
         let tally = ReportTally()
         for record in sample { tally.add(record) }
@@ -215,7 +205,7 @@ struct ReportTallyTests {
 
     @Test("a state written and read back counts the same; a damaged, cut or foreign file is refused with the reason")
     func stateRoundTrip() throws {
-        var rng = SplitMix(state: 11)
+        var rng = SeededGenerator(state: 11)
         let tally = ReportTally()
         for record in records(3000, devices: 400, rng: &rng) { tally.add(record) }
         tally.add(line: Array("not a report".utf8))

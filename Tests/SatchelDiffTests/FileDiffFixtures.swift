@@ -1,3 +1,4 @@
+import SatchelTestSupport
 @testable import SatchelDiff
 import SatchelPublishing
 
@@ -49,17 +50,6 @@ struct CraftedDiff {
     }
 }
 
-/// A fixed-seed generator (SplitMix64): the random round trips are the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 enum Samples {
     static func random(_ count: Int, seed: UInt64) -> [UInt8] {
