@@ -21,6 +21,12 @@ extension PackageStore {
     /// The trust this store checks bundles with; nil without ``StoreConfiguration/trustAnchor`` (plain keys only).
     public func trustState() -> TrustState? { Self.trustState(configuration, layout) }
 
+    /// The trust walked from another anchor and plain keys (the updater's, when they are not the store's), over the same
+    /// shipped and kept documents.
+    public func trustState(anchor: TrustAnchor, plainKeys: [VerifyingKey]) -> TrustState {
+        TrustState.restore(anchor: anchor, plainKeys: plainKeys, documents: configuration.trustDocuments + Self.keptTrustDocuments(layout)).state
+    }
+
     static func trustState(_ configuration: StoreConfiguration, _ layout: StoreLayout) -> TrustState? {
         guard let anchor = configuration.trustAnchor else { return nil }
         return TrustState.restore(
