@@ -142,7 +142,11 @@ public struct CheckProblem: Sendable, Equatable, Codable, CustomStringConvertibl
     public var path: String
     public var kind: Kind
 
-    public var description: String { "\(id) \(version): \(path): \(kind.rawValue)" }
+    public var description: String {
+        kind == .revoked
+            ? "\(id) \(version): \(path): revoked (signed only by keys a trust version revoked; it keeps serving)"
+            : "\(id) \(version): \(path): \(kind.rawValue)"
+    }
 }
 
 /// The on-disk store of installed offline packages (docs/formats.md, "Store layout"; docs/architecture.md, the install flow).

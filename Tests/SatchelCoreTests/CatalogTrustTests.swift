@@ -85,4 +85,16 @@ struct CatalogTrustTests {
         let old = try JSONDecoder().decode(OldWire.self, from: Data(catalog.canonicalBytes))
         #expect(old.schema == 1 && old.serial == 4 && old.packages.map(\.url) == ["shop-1.0.0.zip"])
     }
+
+    @Test("a CDN may keep trust versions for ever (they never change once published); catalog.json.sigs as briefly as the catalog")
+    func caching() {
+        let forever = "public, max-age=31536000, immutable, no-transform"
+        #expect(ReleaseCaching.cacheControl(forPublished: "/trust/3.json") == forever)
+        #expect(ReleaseCaching.cacheControl(forPublished: "app/trust/12.json") == forever)
+        #expect(ReleaseCaching.cacheControl(forPublished: "catalog.json.sigs") == "public, max-age=60, no-transform")
+        #expect(ReleaseCaching.cacheControl(forPublished: "channels/beta/catalog.json.sigs") == "public, max-age=60, no-transform")
+        for other in ["trust/notes.json", "trust/1.json.bak", "shop-1.0.0.zip.sigs", "trust/01x.json"] {
+            #expect(ReleaseCaching.cacheControl(forPublished: other) == "no-cache", "\(other)")
+        }
+    }
 }
