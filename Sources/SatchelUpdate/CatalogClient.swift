@@ -174,15 +174,19 @@ public struct CatalogClient: Sendable {
         do { reached = try walk.finish(at: now) } catch { throw .trust(url: url, error) }
         let signers = reached.signers(for: .catalog)
         if signers.isChecked {
+            // Either signature file may be absent: a 403 (object stores without list permission, and `satchel serve
+            // --publish` for a path it has no file for), 404 or 410. A missing file only takes signatures away, so no
+            // answer can make a catalog pass that the files present would not.
+            let absent: Set<Int> = [403, 404, 410]
             let legacyURL = url + ".sig"
             let (sigStatus, _, sigBody) = try await get(legacyURL, headers: HTTPHeaders(), maxBytes: 1024)
-            guard sigStatus == 200 || sigStatus == 404 || sigStatus == 410 else { throw .httpStatus(url: legacyURL, status: sigStatus) }
+            guard sigStatus == 200 || absent.contains(sigStatus) else { throw .httpStatus(url: legacyURL, status: sigStatus) }
             let legacy = sigStatus == 200 ? try? Signature(base64: String(decoding: sigBody, as: UTF8.self)) : nil
             let keyedURL = url + SignatureFile.suffix
             let (sigsStatus, _, sigsBody) = try await get(keyedURL, headers: HTTPHeaders(), maxBytes: SignatureFile.maxBytes) { size in
                 .catalogSignatures(url: keyedURL, .tooLarge(size, limit: SignatureFile.maxBytes))
             }
-            guard sigsStatus == 200 || sigsStatus == 404 || sigsStatus == 410 else { throw .httpStatus(url: keyedURL, status: sigsStatus) }
+            guard sigsStatus == 200 || absent.contains(sigsStatus) else { throw .httpStatus(url: keyedURL, status: sigsStatus) }
             var keyed: SignatureFile?
             if sigsStatus == 200 {
                 do { keyed = try SignatureFile.decode(sigsBody) } catch { throw .catalogSignatures(url: keyedURL, error) }
