@@ -164,6 +164,11 @@ struct TrustInstallTests {
             #expect(store.trustState()?.version == 1)
             let plain = try PackageStore(root: folder + "/store")
             #expect(plain.trustState() == nil)
+            // An app that ships version 2 as its anchor, and the document itself, holds it with nothing kept.
+            let second = try keys.document(2, bundles: [keys.bundles[1]])
+            let shipped = try PackageStore(root: folder + "/shipped", configuration: StoreConfiguration(
+                trustAnchor: TrustAnchor(document: second), trustDocuments: [second.canonicalBytes]))
+            #expect(shipped.trustState()?.version == 2 && listing(shipped.layout.trust).isEmpty)
         }
     }
 }
