@@ -226,7 +226,7 @@ public struct CatalogClient: Sendable {
     /// A small GET, retried with backoff on network errors and 5xx; a body above `maxBytes` is cut off there and refused
     /// with `tooLarge` (endless data).
     private func get(
-        _ url: String, headers: HTTPHeaders, maxBytes: Int, tooLarge: @Sendable (Int) -> UpdateError = { _ in .catalog(url: "", .tooLarge(0)) }
+        _ url: String, headers: HTTPHeaders, maxBytes: Int, tooLarge: (@Sendable (Int) -> UpdateError)? = nil
     ) async throws(UpdateError) -> (Int, HTTPHeaders, [UInt8]) {
         var attempt = 0
         while true {
@@ -236,11 +236,7 @@ public struct CatalogClient: Sendable {
                 var body: [UInt8] = []
                 for try await chunk in response.body.chunks() {
                     body += chunk
-                    guard body.count <= maxBytes else {
-                        let refusal = tooLarge(body.count)
-                        if case .catalog(_, .tooLarge) = refusal { throw UpdateError.catalog(url: url, .tooLarge(body.count)) }
-                        throw refusal
-                    }
+                    guard body.count <= maxBytes else { throw tooLarge?(body.count) ?? UpdateError.catalog(url: url, .tooLarge(body.count)) }
                 }
                 if response.status >= 500, attempt < retry.attempts {
                     try await Task.sleep(for: retry.delay(beforeAttempt: attempt + 1))
