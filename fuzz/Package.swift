@@ -19,6 +19,10 @@ let package = Package(
             name: "zip-reader",
             dependencies: ["FuzzDriver", .product(name: "SatchelArchive", package: "Satchel"), .product(name: "SatchelBundle", package: "Satchel")],
             path: "Targets/zip-reader"),
+        .executableTarget(
+            name: "file-diff",
+            dependencies: ["FuzzDriver", .product(name: "SatchelDiff", package: "Satchel"), .product(name: "SatchelPublishing", package: "Satchel")],
+            path: "Targets/file-diff"),
         .executableTarget(name: "zip-directory", dependencies: ["FuzzDriver", .product(name: "SatchelArchive", package: "Satchel")], path: "Targets/zip-directory"),
         .executableTarget(
             name: "request-edge",

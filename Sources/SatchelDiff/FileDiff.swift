@@ -1,11 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A per-file binary diff: the bytes of a target file as copies from the file it replaces (the source), copies
-/// from the target already written, and literals. The format is in docs/file-diff-format.draft.md; the encoder is
+/// from the target already written, and literals. The format is in docs/formats.md ("Diffs"); the encoder is
 /// SatchelPublishing's `FileDiffEncoder`.
 ///
 /// Applying one holds the source, the target and the decoded streams, bounded by `FileDiffLimits` and checked from
@@ -54,8 +48,11 @@ public enum FileDiff {
         var ranges: [Range<Int>] = []
         var total = 0
         for stream in header.streams {
-            ranges.append(total..<(total + stream.decodedSize))
-            total += stream.decodedSize   // within the memory limit, checked before
+            // Within the memory limit, checked before; checked again for limits that allow everything.
+            let end = total.addingReportingOverflow(stream.decodedSize)
+            guard !end.overflow else { throw .memoryTooLarge(needed: .max, limit: .max) }
+            ranges.append(total..<end.partialValue)
+            total = end.partialValue
         }
         var bytes = [UInt8](repeating: 0, count: total)
         let failure: FileDiffError? = diff.withUnsafeBufferPointer { input -> FileDiffError? in

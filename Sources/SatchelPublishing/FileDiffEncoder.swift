@@ -1,6 +1,6 @@
 import SatchelDiff
 
-/// Writes SatchelDiff's per-file binary diffs (docs/file-diff-format.draft.md) on the publishing side.
+/// Writes SatchelDiff's per-file binary diffs (docs/formats.md, "Diffs") on the publishing side.
 ///
 /// The target is parsed greedily, with one step of lazy matching, into instructions over one address space: the
 /// source, then the target written so far. At each position the two repeat offsets are tried first (an edit that
@@ -10,7 +10,8 @@ import SatchelDiff
 /// Each stream is then deflated at level 9, or stored when that is smaller.
 public enum FileDiffEncoder {
     /// The diff from `source` to `target`, or nil when the pair is past `FileDiffLimits.device` (the target above
-    /// 32 MiB, the source above max(8 MiB, twice the target), or more than 64 MiB in all).
+    /// 32 MiB, the source above max(8 MiB, twice the target), or more than 64 MiB in all, streams included). Every
+    /// diff returned has been applied by SatchelDiff's decoder and gave `target` back.
     public static func encode(source: [UInt8], target: [UInt8]) -> [UInt8]? {
         encode(source: source, target: target, tuning: .standard, limits: .device)
     }
@@ -38,17 +39,23 @@ public enum FileDiffEncoder {
     package static func encode(source: [UInt8], target: [UInt8], tuning: Tuning, limits: FileDiffLimits) -> [UInt8]? {
         guard target.count <= limits.maxTarget, source.count <= limits.window(forTarget: target.count),
               source.count + target.count <= limits.maxTotal else { return nil }
-        var streams = Streams()
+        var streams = DiffStreams()
         let matcher = Matcher(source: source, target: target, tuning: tuning)
         matcher.parse(into: &streams)
         let diff = streams.assemble(sourceSize: source.count, targetSize: target.count, level: tuning.deflateLevel)
+        // Within the limits with its streams counted, and checked by the device's own decoder (a few percent of the
+        // encoding time): a wrong diff would cost every device a download and a fallback.
         guard let header = try? FileDiff.header(of: diff), (try? limits.check(header)) != nil else { return nil }
+        guard (try? FileDiff.apply(diff, to: source, limits: limits)) == target else {
+            assertionFailure("FileDiffEncoder wrote a diff that does not give its target back")
+            return nil
+        }
         return diff
     }
 }
 
 /// The five streams as the matcher fills them.
-struct Streams {
+private struct DiffStreams {
     var operations: [UInt8] = []
     var literalLengths: [UInt8] = []
     var copyLengths: [UInt8] = []
@@ -131,7 +138,7 @@ private final class Matcher {
         prev.deallocate()
     }
 
-    func parse(into streams: inout Streams) {
+    func parse(into streams: inout DiffStreams) {
         data.withUnsafeBufferPointer { buffer in
             let bytes = UnsafeRawPointer(buffer.baseAddress!)
             // Every source position goes in first (older than any target position in the chains).
@@ -258,7 +265,7 @@ private final class Matcher {
         return best.length > 0 ? best : Match()
     }
 
-    func emit(_ match: Match, literalsFrom anchor: Int, at position: Int, _ bytes: UnsafeRawPointer, into streams: inout Streams) {
+    func emit(_ match: Match, literalsFrom anchor: Int, at position: Int, _ bytes: UnsafeRawPointer, into streams: inout DiffStreams) {
         let t = position - sourceCount
         streams.operations.append(match.operation.rawValue)
         Varint.append(position - anchor, to: &streams.literalLengths)

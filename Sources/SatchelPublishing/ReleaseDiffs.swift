@@ -11,7 +11,8 @@ import Darwin
 #endif
 
 /// The per-file diffs of a release folder (docs/formats.md, "Diffs"), written by `satchel catalog` after the objects:
-/// for each version, each content no base holds gets a diff from its predecessor (``ContentPairing``) in each of the
+/// for each version, each content no base holds gets a diff from its predecessor (``ContentPairing``'s name rules, then
+/// the base file it most resembles, ``ContentSketch``) in each of the
 /// ``ReleaseFolder/patchBases`` newest older versions of its package and in each built-in version older than it.
 /// Diffs are named by the two contents, so one serves every pair of versions that needs it, and a second run keeps
 /// the diffs it finds (after checking each still makes its target) and encodes only new pairs.
@@ -19,6 +20,8 @@ struct ReleaseDiffs: Sendable {
     /// A diff is published only when it is at most this share of the object it stands in for: below that, the space
     /// on the CDN and the index's line buy a download at least a quarter smaller.
     static let worthShare = 0.75
+    /// Beside where a diff would be, an empty file saying the pair was encoded and found not worth publishing.
+    static let notWorthSuffix = ".none"
 
     let folder: String
     /// The folder's objects (every content of every full bundle), read concurrently.
@@ -43,6 +46,8 @@ struct ReleaseDiffs: Sendable {
         var encoded = 0
         var kept = 0
         var bytes: Int64 = 0
+        /// Pairs encoded in this run and found not worth a diff (each leaves its `.none` verdict).
+        var judgedNotWorth = 0
     }
 
     /// Every diff the versions need, written or found on disk; versions are all the full bundles of the folder.
@@ -50,6 +55,7 @@ struct ReleaseDiffs: Sendable {
         // Which pairs each version wants, from which bases.
         var wanted: [String: [(from: String, to: String)]] = [:]
         var pairs = Set<[String]>()
+        var sketches: [String: ContentSketch] = [:]
         for target in versions {
             let older = versions.filter { $0.id == target.id && $0.version < target.version }.sorted { $0.version > $1.version }
             var bases = Array(older.prefix(ReleaseFolder.patchBases))
@@ -57,14 +63,17 @@ struct ReleaseDiffs: Sendable {
             var rows: [(String, String)] = []
             var seen = Set<[String]>()
             for base in bases {
-                for pair in ContentPairing.predecessors(of: target.files, in: base.files) where seen.insert([pair.base.sha256, pair.target.sha256]).inserted {
-                    rows.append((pair.base.sha256, pair.target.sha256))
-                    pairs.insert([pair.base.sha256, pair.target.sha256])
+                var found = ContentPairing.predecessors(of: target.files, in: base.files).filter { Self.fits($0.base, $0.target) }
+                    .map { ($0.base.sha256, $0.target.sha256) }
+                found += try similarPredecessors(of: target.files, in: base.files, paired: Set(found.map(\.1)), sketches: &sketches)
+                for (from, to) in found where seen.insert([from, to]).inserted {
+                    rows.append((from, to))
+                    pairs.insert([from, to])
                 }
             }
             wanted["\(target.id) \(target.version)"] = rows
         }
-        // Each distinct pair once, two at a time (encoding is CPU-bound; a release machine has cores).
+        // Each distinct pair once, on every core (at most 8): encoding is CPU-bound.
         let ordered = pairs.sorted { $0.lexicographicallyPrecedes($1) }
         let results = Locked<[[String]: Outcome]>([:])
         let failure = Locked<ReleaseContentError?>(nil)
@@ -95,7 +104,7 @@ struct ReleaseDiffs: Sendable {
             switch outcome {
             case .encoded(let diff): written.encoded += 1; written.bytes += diff.size
             case .kept(let diff): written.kept += 1; written.bytes += diff.size
-            case .notWorth: break
+            case .notWorth(let judgedNow): if judgedNow { written.judgedNotWorth += 1 }
             }
         }
         let maxRows = FileDiffIndex.maxBytes / FileDiffIndex.maxBytesPerDiff
@@ -112,19 +121,73 @@ struct ReleaseDiffs: Sendable {
         return written
     }
 
+    /// Whether a device could apply a diff between these two files (``FileDiffLimits/device``), judged from their sizes
+    /// before a byte of either is read: a pair past the limits is never read, sketched or encoded.
+    static func fits(_ source: FileRecord, _ target: FileRecord) -> Bool {
+        let limits = FileDiffLimits.device
+        guard target.size <= Int64(limits.maxTarget), source.size <= Int64(limits.window(forTarget: Int(target.size))) else { return false }
+        return source.size + target.size <= Int64(limits.maxTotal)
+    }
+
+    /// A sketch of two contents must share at least this share of marks for them to be paired by content: below it,
+    /// a diff rarely comes to 3/4 of the object, and encoding it would be time spent for nothing.
+    static let minimumSimilarity = 0.25
+
+    /// Pairs by content what the name rules left (``ContentPairing``): each file of `target` whose content `base`
+    /// lacks and that no rule paired, with the base file of the same extension, between half and twice its size,
+    /// whose content it most resembles (``ContentSketch``), when that is at least ``minimumSimilarity``. Each content
+    /// is sketched once per run (`sketches`).
+    private func similarPredecessors(
+        of target: [FileRecord], in base: [FileRecord], paired: Set<String>, sketches: inout [String: ContentSketch]
+    ) throws(ReleaseContentError) -> [(String, String)] {
+        let held = Set(base.map(\.sha256))
+        // The extension: the text after the last `.` of the name; none for a name without one.
+        func kind(_ file: FileRecord) -> Substring {
+            let name = file.path.value.split(separator: "/").last ?? ""
+            guard let dot = name.lastIndex(of: ".") else { return "" }
+            return name[name.index(after: dot)...]
+        }
+        func sketch(_ sha256: String) throws(ReleaseContentError) -> ContentSketch? {
+            if let known = sketches[sha256] { return known }
+            guard let bytes = try contentBytes(sha256) else { return nil }
+            let made = ContentSketch(bytes)
+            sketches[sha256] = made
+            return made
+        }
+        var found: [(String, String)] = []
+        for file in target where file.size > 0 && !held.contains(file.sha256) && !paired.contains(file.sha256) {
+            let candidates = base.filter {
+                $0.size > 0 && kind($0) == kind(file) && $0.size * 2 >= file.size && $0.size <= file.size * 2 && Self.fits($0, file)
+            }
+            guard !candidates.isEmpty, let mine = try sketch(file.sha256) else { continue }
+            var best: (sha256: String, score: Double)?
+            for candidate in candidates {
+                guard let theirs = try sketch(candidate.sha256) else { continue }
+                let score = mine.similarity(to: theirs)
+                if score >= Self.minimumSimilarity, score > best?.score ?? 0 { best = (candidate.sha256, score) }
+            }
+            if let best { found.append((best.sha256, file.sha256)) }
+        }
+        return found
+    }
+
     enum Outcome {
         case encoded(FileDiffIndex.Diff)
         case kept(FileDiffIndex.Diff)
-        case notWorth
+        /// `judgedNow`: encoded in this run, rather than known from an earlier run's verdict or the limits.
+        case notWorth(judgedNow: Bool)
     }
 
     /// The diff from one content to another: the one on disk when it still makes its target, else a new one, written
     /// when it is worth publishing.
     private func diff(from: String, to: String) throws(ReleaseContentError) -> Outcome {
         guard let object = objects[to], let source = try contentBytes(from), let target = try contentBytes(to) else {
-            return .notWorth
+            return .notWorth(judgedNow: false)
         }
         let path = diffsFolder + "/" + FileDiffIndex.path(from: from, to: to)
+        // A pair found not worth a diff in an earlier run is not encoded again (delete diffs/ to judge every pair anew).
+        let verdict = path + Self.notWorthSuffix
+        if FileManager.default.fileExists(atPath: verdict) { return .notWorth(judgedNow: false) }
         if let existing = FileManager.default.contents(atPath: path).map(Array.init),
             let made = try? FileDiff.apply(existing, to: source), Digests.sha256Hex(made) == to
         {
@@ -132,7 +195,10 @@ struct ReleaseDiffs: Sendable {
         }
         guard let encoded = FileDiffEncoder.encode(source: source, target: target),
             Double(encoded.count) <= Double(object.size) * Self.worthShare
-        else { return .notWorth }
+        else {
+            try ReleaseContent.writeAtomically([], to: verdict)
+            return .notWorth(judgedNow: true)
+        }
         try ReleaseContent.writeAtomically(encoded, to: path)
         return .encoded(FileDiffIndex.Diff(from: from, to: to, size: Int64(encoded.count), sha256: Digests.sha256Hex(encoded)))
     }
@@ -146,17 +212,20 @@ struct ReleaseDiffs: Sendable {
         do { return try GunzipReader.decompress(Array(data)) } catch { throw .write(path: path, reason: "the object is not gzip: \(error)") }
     }
 
-    /// Writes a version's index gzip-compressed as `patches/<id>/<version>/diffs.json.gz`; returns its path relative
-    /// to the folder, size and SHA-256.
+    /// Writes a version's index gzip-compressed as `patches/<id>/<version>/diffs-<first 16 hex digits of its
+    /// SHA-256>.json.gz`: named by its bytes, because a later run can list other diffs for the same version (a built-in
+    /// added, an older version published or pruned), and a CDN may keep a file by one name for a day. Returns its path
+    /// relative to the folder, size and SHA-256.
     func writeIndex(_ index: FileDiffIndex) throws(ReleaseContentError) -> (path: String, size: Int64, sha256: String) {
-        let relative = "patches/\(index.id)/\(index.version)/diffs.json.gz"
         var compressed: [UInt8] = []
         do {
             let gzip = try GzipWriter(level: 9) { compressed.append(contentsOf: $0) }
             try index.canonicalBytes.withUnsafeBytes { try gzip.write($0) }
             try gzip.finish()
-        } catch { throw .write(path: relative, reason: "\(error)") }
+        } catch { throw .write(path: "patches/\(index.id)/\(index.version)/", reason: "\(error)") }
+        let sha256 = Digests.sha256Hex(compressed)
+        let relative = "patches/\(index.id)/\(index.version)/diffs-\(sha256.prefix(16)).json.gz"
         try ReleaseContent.writeAtomically(compressed, to: folder + "/" + relative)
-        return (relative, Int64(compressed.count), Digests.sha256Hex(compressed))
+        return (relative, Int64(compressed.count), sha256)
     }
 }

@@ -24,6 +24,8 @@ public enum ReleaseFolder {
         public var diffBytes: Int64 = 0
         /// Of those, how many this run encoded (the rest were on disk already and still make their targets).
         public var diffsEncoded: Int = 0
+        /// Pairs this run encoded and found not worth a diff (a later run does not encode them again).
+        public var diffsNotWorth: Int = 0
         /// `<bundle>.sigs` files made for another manifest than their bundle's: left out of the catalog.
         public var staleSignatures: [String] = []
     }
@@ -132,7 +134,8 @@ public enum ReleaseFolder {
         }
         return Contents(
             entries: Array(entries.values), objects: content.objects.count, patches: patchCount,
-            diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded, staleSignatures: stale.sorted())
+            diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded, diffsNotWorth: written.judgedNotWorth,
+            staleSignatures: stale.sorted())
     }
 
     /// The keyed signatures of a bundle's `satchel.json` in `<bundle>.sigs` beside it (docs/formats.md, "Threshold

@@ -29,7 +29,12 @@ struct FileDiffRoutes {
     /// so every needed object's bytes but one each) must exceed the index and its request, and the objects way at its
     /// very best with the index (the patch, the index, a byte per content) must still weigh less than the delta or
     /// the bundle. Otherwise the index is not asked for at all: the objects way weighs what it did before diffs.
-    static func indexCanPay(indexSize: Int64, patchSize: Int64, needed: [NeededContent], delta: UpdatePlan.Cost?, full: UpdatePlan.Cost) -> Bool {
+    static func indexCanPay(
+        indexSize: Int64, patchSize: Int64, needed all: [NeededContent], delta: UpdatePlan.Cost?, full: UpdatePlan.Cost,
+        limits: FileDiffLimits = .device
+    ) -> Bool {
+        // Only what a diff could make counts: a target past the limits always comes as its object.
+        let needed = all.filter { $0.size <= Int64(limits.maxTarget) }
         guard !needed.isEmpty else { return false }
         let objects = needed.reduce(Int64(0)) { $0 + $1.objectSize }
         guard objects - Int64(needed.count) > indexSize + UpdatePlan.bytesPerRequest else { return false }
@@ -39,8 +44,12 @@ struct FileDiffRoutes {
 
     /// The contents some diff in `index` leads to a needed content from, that `held` lacks: where another package's
     /// versions may help. Empty when the package's own versions hold every source, so nothing else is read.
-    static func sourcesNotHeld(in index: FileDiffIndex, needed: [String: NeededContent], held: HeldContents) -> Set<String> {
-        Set(index.diffs.lazy.filter { needed[$0.to] != nil && held[$0.from] == nil }.map(\.from))
+    static func sourcesNotHeld(
+        in index: FileDiffIndex, needed: [String: NeededContent], held: HeldContents, limits: FileDiffLimits = .device
+    ) -> Set<String> {
+        // A content this package's versions already route needs no other source: only the others' are looked for.
+        let routed = routes(in: index, needed: needed, held: held, limits: limits)
+        return Set(index.diffs.lazy.filter { needed[$0.to] != nil && routed[$0.to] == nil && held[$0.from] == nil }.map(\.from))
     }
 
     /// Per needed content, the diff to fetch instead of its object: ``FileDiffIndex/routes(for:from:)`` (the smallest
@@ -77,6 +86,11 @@ struct FileDiffRoutes {
     ) async throws(UpdateError) -> Result<FileDiffIndex, DiffRefusal> {
         let url: String
         do { url = try fetched.resolve(diffs.url) } catch { return .failure(.indexDownload(error)) }
+        // The compressed index is read whole: it may not be larger than the index it inflates to may be (gzip of
+        // incompressible bytes adds a few bytes per 16 KiB block), whatever the catalog says.
+        guard diffs.size <= Int64(FileDiffIndex.maxBytes + FileDiffIndex.maxBytes / 1024 + 64) else {
+            return .failure(.indexUnreadable(url: url, "is \(diffs.size) bytes, more than an index of at most \(FileDiffIndex.maxBytes) bytes compresses to"))
+        }
         let file: DownloadReport
         do {
             file = try await download.download(
@@ -102,7 +116,10 @@ struct FileDiffRoutes {
         } catch let error as DiffRefusal {
             return .failure(error)
         } catch let error as UpdateError {
-            throw error
+            // A file that cannot be read here is an index not used, not the objects' failure; a cancellation or a full
+            // disk stops everything.
+            if !ContentFetch.isTolerable(error) { throw error }
+            return .failure(.indexUnreadable(url: url, "\(error)"))
         } catch {
             return .failure(.indexUnreadable(url: url, "not gzip: \(error)"))
         }

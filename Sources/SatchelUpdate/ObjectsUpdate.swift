@@ -150,7 +150,8 @@ struct ObjectsUpdate {
         if let diffs = content.diffs {
             diffing.listed = true
             if FileDiffRoutes.indexCanPay(
-                indexSize: diffs.size, patchSize: patchEntry.size, needed: Array(neededContents.values), delta: delta, full: full)
+                indexSize: diffs.size, patchSize: patchEntry.size, needed: Array(neededContents.values), delta: delta, full: full,
+                limits: limits)
             {
                 routes = try await chooseDiffs(
                     diffs, for: entry, from: fetched, needed: neededContents, held: held, use: &diffing, spent: &spent, progress: progress)
@@ -233,17 +234,20 @@ struct ObjectsUpdate {
         var downloaded: [String: String] = [:]
         defer { if !keep { for path in Array(downloaded.values) + gathered.files { unlink(path) } } }
 
+        // Two routes can take the very same diff bytes (two files with the same edit at the same place): each
+        // distinct diff is fetched, counted and kept once, and used by every route that names it.
+        let distinctDiffs = Dictionary(diffTargets.values.map { ($0.sha256, $0) }) { first, _ in first }
         let fetch = ContentFetch(download: download, folder: folder, concurrency: concurrency)
         let first = try await fetch.fetch(
-            objectTargets + Array(diffTargets.values), tolerating: Set(diffTargets.values.map(\.sha256)), spent: &spent, progress: progress)
+            objectTargets + Array(distinctDiffs.values), tolerating: Set(distinctDiffs.keys), spent: &spent, progress: progress)
         downloaded = first.paths
         gathered.received = first.received
         gathered.resumed = first.resumed
         gathered.objectBytes = objectTargets.reduce(Int64(0)) { $0 + (first.receivedBy[$1.sha256] ?? 0) }
-        let diffsReceived = diffTargets.values.reduce(Int64(0)) { $0 + (first.receivedBy[$1.sha256] ?? 0) }
+        let diffsReceived = distinctDiffs.keys.reduce(Int64(0)) { $0 + (first.receivedBy[$1] ?? 0) }
         diffing.bytes += diffsReceived
         // A refused diff's bytes were received all the same: every byte counts.
-        gathered.received += diffTargets.values.reduce(Int64(0)) { $0 + (first.refused[$1.sha256] == nil ? 0 : first.receivedBy[$1.sha256] ?? 0) }
+        gathered.received += distinctDiffs.keys.reduce(Int64(0)) { $0 + (first.refused[$1] == nil ? 0 : first.receivedBy[$1] ?? 0) }
 
         var fallbacks: [String] = []
         let application = FileDiffApplication(limits: limits)
@@ -252,8 +256,8 @@ struct ObjectsUpdate {
             let result: Result<String, DiffRefusal>
             if let error = first.refused[target.sha256] {
                 result = .failure(.download(error))
-            } else if let file = downloaded.removeValue(forKey: target.sha256) {
-                defer { unlink(file) }
+            } else if let file = downloaded[target.sha256] {
+                // Left in `downloaded` for another route that names the same diff; removed with the rest.
                 result = try application.apply(
                     route.diff, file: file, url: target.url, source: route.source, targetSize: route.size,
                     output: folder + "/\(sha256).from-diff")
@@ -312,7 +316,7 @@ struct ObjectsUpdate {
             return [:]
         }
         var held = held
-        let elsewhere = FileDiffRoutes.sourcesNotHeld(in: index, needed: needed, held: held)
+        let elsewhere = FileDiffRoutes.sourcesNotHeld(in: index, needed: needed, held: held, limits: limits)
         if !elsewhere.isEmpty { held.addOtherPackages(of: store, except: entry.id, wanted: elsewhere) }
         let chosen = FileDiffRoutes.routes(in: index, needed: needed, held: held, limits: limits)
         return chosen.compactMapValues { diff in

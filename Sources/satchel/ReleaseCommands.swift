@@ -35,7 +35,7 @@ extension Satchel {
                 lead to. URLs are <base-url><file name>; a relative base URL (such as ./) makes them relative to the \
                 catalog. The same pass writes, in the bundle folder, each file content once as an object \
                 (objects/<xx>/<sha256>[.gz]), each version's manifest patches (patches/<id>/<version>/) and per-file \
-                diffs from older versions and built-ins (diffs/<xx>/<from>-<to>, listed in patches/<id>/<version>/diffs.json.gz), \
+                diffs from older versions and built-ins (diffs/<xx>/<from>-<to>, listed in patches/<id>/<version>/diffs-<hash>.json.gz), \
                 published under the same base URL, so an updater can fetch only what its device lacks. --expires-in counts from now; --expires fixes the instant, so a catalog can be rebuilt byte \
                 for byte (SOURCE_DATE_EPOCH is deliberately not used: it is usually the commit time, and a catalog \
                 expiring relative to it would be stale on arrival).

@@ -70,7 +70,7 @@ struct FormatsCoverageTests {
             ("Satchel-Report", ReportRecord(at: Timestamp(secondsSinceEpoch: 1_790_000_000), via: "post", report: report).jsonLine),
             ("updater.json", Array(try JSONEncoder().encode(record))), ("store.json", Array(#"{"channel":"beta","layout":1}"#.utf8)), ("patches/<id>/<version>/from-<base>.json.gz", patch.canonicalBytes), ("state.json", state.canonicalBytes),
             ("cache.json", Array(#"{"layout":1}"#.utf8)),
-            ("patches/<id>/<version>/diffs.json.gz", FileDiffIndex(id: try PackageID("shop"), version: v("1.1.0"), diffs: [
+            ("patches/<id>/<version>/diffs-<hash>.json.gz", FileDiffIndex(id: try PackageID("shop"), version: v("1.1.0"), diffs: [
                 .init(from: sha, to: changed, size: 40, sha256: sha),
             ]).canonicalBytes),
             ("entries/<xx>/<id>.json", try #require(CacheStore.record(key: "https://api.example/x", stored: cached, bodyLength: 5))),

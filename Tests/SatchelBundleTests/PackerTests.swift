@@ -358,17 +358,50 @@ struct ReleaseFolderTests {
                 #expect(Double(diff.size) <= Double(object) * 0.75)
             }
             #expect(contents.diffs > 0 && contents.diffsEncoded == contents.diffs)
-            // A second run encodes nothing new, and replaces a damaged diff.
+            // notes.txt (rewritten each version) was encoded, found not worth it, and left its verdict.
+            #expect(contents.diffsNotWorth > 0)
+            let notes = manifests.map { content($0, "notes.txt") }
+            #expect(FileManager.default.fileExists(atPath: folder + "/release/diffs/" + FileDiffIndex.path(from: notes[notes.count - 2], to: notes.last!) + ".none"))
+            // A second run encodes nothing new (neither the diffs on disk nor the pairs judged before), and replaces a
+            // damaged diff.
             let damaged = folder + "/release/diffs/" + index.diffs[0].path
             let good = try readBytes(damaged)
             try Data(good.map { $0 ^ 0x5A }).write(to: URL(fileURLWithPath: damaged))
             let again = try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/", builtIns: [builtIn])
-            #expect(again.diffs == contents.diffs && again.diffsEncoded == 1)
+            #expect(again.diffs == contents.diffs && again.diffsEncoded == 1 && again.diffsNotWorth == 0)
             #expect(try readBytes(damaged) == good)
             // A built-in that is not published is refused by name.
             #expect(throws: ReleaseFolderError.builtInNotPublished("shop@0.9.0")) {
                 try ReleaseFolder.read(folder + "/release", baseURL: "https://cdn.example/", builtIns: [.init(id: try PackageID("shop"), version: try SemanticVersion("0.9.0"))])
             }
+        }
+    }
+
+    @Test("a chunk the bundler renumbered (no name rule pairs it) gets a diff from the file it resembles; an unrelated file does not")
+    func similarPairing() throws {
+        try withTemporaryFolder { folder throws in
+            var random = SystemRandomNumberGenerator()
+            func text(_ count: Int) -> String { String(decoding: (0..<count).map { _ in UInt8.random(in: 0x61...0x7A, using: &random) }, as: UTF8.self) }
+            let chunk = (0..<400).map { "export const v\($0) = '\(text(60))';\n" }.joined()
+            let unrelatedOld = text(20_000), unrelatedNew = text(20_000)
+            let edited = chunk.replacingOccurrences(of: "export const v200", with: "export const edited = 1;\nexport const v200")
+            for (version, files) in [
+                ("1.0.0", ["index.html": "<h1>1</h1>", "js/132.js": chunk, "css/a.css": unrelatedOld]),
+                ("1.1.0", ["index.html": "<h1>2</h1>", "js/5114.js": edited, "css/b.css": unrelatedNew]),
+            ] {
+                try makeTree(folder + "/src-\(version)", files)
+                var packOptions = try options(offlinePage: nil)
+                packOptions.version = try SemanticVersion(version)
+                _ = try Packer.pack(source: folder + "/src-\(version)", options: packOptions, outputFolder: folder + "/release")
+            }
+            let contents = try ReleaseFolder.read(folder + "/release", baseURL: "./")
+            let listed = try #require(contents.entries.first { $0.version.description == "1.1.0" }?.content?.diffs)
+            let index = try FileDiffIndex.decode(try GunzipReader.decompress(try readBytes(folder + "/release/" + listed.url.dropFirst(2))))
+            let sha = { (text: String) in Digests.sha256Hex(Array(text.utf8)) }
+            #expect(index.diffs.map { [$0.from, $0.to] } == [[sha(chunk), sha(edited)]])
+            // The sketch itself: the edited chunk is near its predecessor, the unrelated stylesheets are not near each other.
+            #expect(ContentSketch(Array(chunk.utf8)).similarity(to: ContentSketch(Array(edited.utf8))) > 0.8)
+            #expect(ContentSketch(Array(unrelatedOld.utf8)).similarity(to: ContentSketch(Array(unrelatedNew.utf8))) < 0.05)
         }
     }
 }

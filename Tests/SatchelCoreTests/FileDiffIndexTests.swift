@@ -75,6 +75,10 @@ struct FileDiffIndexTests {
         #expect(ContentPairing.strippedPath("js/chunk-vendors.js") == nil)
         #expect(ContentPairing.strippedPath("js/polyfill.12345678.js") == nil, "a number is a chunk id, not a hash")
         #expect(ContentPairing.strippedPath("a/b/page.0f0f0f0f.chunk.js") == "a/b/page.*.chunk.js")
+        // A name that is only a hash says nothing of the file: left to the content rule, not grouped with every other.
+        #expect(ContentPairing.strippedPath("static/js/3f2a1b9c4d5e6f708192.js") == nil)
+        #expect(ContentPairing.strippedPath("assets/4f355ba1c2d3e4f5a6b7") == nil)
+        #expect(ContentPairing.strippedPath("static/js/3f2a1b9c4d5e6f708192.js.map") == nil)
     }
 
     @Test("a catalog entry's content.diffs round-trips and is checked")

@@ -29,7 +29,9 @@ struct DiffRelease {
     var diffs: [FileDiffIndex.Diff] = []
     static let indexPath = "diffs/shop-1.1.0.json.gz"
 
-    init(folder: String) throws {
+    /// - Parameter twins: two more files that 1.1.0 edits the same way at the same place, so that their two diffs are
+    ///   the very same bytes.
+    init(folder: String, twins: Bool = false) throws {
         self.folder = folder
         func chunk(_ index: Int) -> String { "export const chunk\(index) = \"" + hexText(seed: "chunk-\(index)", count: 30_000) + "\";" }
         func edited(_ text: String, _ mark: String) -> String {
@@ -40,7 +42,10 @@ struct DiffRelease {
         let library = "export const shared = \"" + hexText(seed: "shared", count: 15_000) + "\";"
         var files = (0..<40).reduce(into: [String: String]()) { $0["assets/chunk-\($1).js"] = chunk($1) }
         files["index.html"] = "<h1>1.0.0</h1>"
+        let twinNames = twins ? ["assets/twin-a.js", "assets/twin-b.js"] : []
+        for name in twinNames { files[name] = hexText(seed: name, count: 20_000) }
         bundles["1.0.0"] = try pack("shop", "1.0.0", files)
+        for name in twinNames { files[name] = edited(files[name]!, "TWIN-EDIT") }
         for index in 0..<3 { files["assets/chunk-\(index).js"] = edited(chunk(index), "EDITED-1.1-\(index)") }
         files["index.html"] = "<h1>1.1.0</h1>"
         files["assets/new.js"] = "export default 1;"
@@ -188,6 +193,22 @@ private func snapshot(_ root: String) throws -> [String: [UInt8]] {
 
 @Suite("Updates through per-file diffs")
 struct DiffUpdateTests {
+
+    @Test("two files edited the same way share one diff's bytes: it is fetched once and makes both")
+    func sharedDiff() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try DiffRelease(folder: folder, twins: true)
+            let a = try release.diff(to: "assets/twin-a.js"), b = try release.diff(to: "assets/twin-b.js")
+            #expect(a.sha256 == b.sha256 && a.from != b.from, "the fixture's twins must share their diff's bytes")
+            let store = try release.store("store")
+            try store.install(bundle: release.bundles["1.0.0"]!)
+            let outcome = try await release.update(store)
+            #expect(outcome.diffs == 5 && outcome.diffsFallback == 0, "\(outcome)")
+            let fetched = release.origin.requests.map(\.url).filter { $0.hasSuffix(a.path) || $0.hasSuffix(b.path) }
+            #expect(fetched.count == 1, "\(fetched)")
+            #expect(listing(folder + "/store/downloads/objects").isEmpty)
+        }
+    }
     @Test("from an installed version: the three edited chunks come as diffs, the rest as objects, byte for byte, in fewer bytes than objects alone")
     func fromInstalled() async throws {
         try await withTemporaryFolder { folder async throws in

@@ -25,11 +25,11 @@ let package = Package(
             .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
         ]),
         .target(name: "SatchelArchive", dependencies: ["CZlib", "SatchelCore", "SatchelPlatform"]),
+        .target(name: "SatchelDiff", dependencies: ["CZlib"]),
         .target(name: "SatchelBundle", dependencies: [
             "SatchelCore", "SatchelArchive", "SatchelPlatform", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "SatchelStore", dependencies: ["SatchelCore", "SatchelArchive", "SatchelBundle", "SatchelPlatform"]),
-        .target(name: "SatchelDiff", dependencies: ["CZlib"]),
         .target(name: "SatchelHTTP", dependencies: ["SatchelCore"]),
         .target(name: "SatchelCache", dependencies: ["SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         .target(name: "SatchelUpdate", dependencies: [
@@ -42,6 +42,7 @@ let package = Package(
         .target(name: "SatchelDeviceTests", dependencies: ["SatchelWebKit", "SatchelHost", "WebKit"]),
         .executableTarget(name: "apple-typecheck", dependencies: [
             "SatchelWebKit", "SatchelHost", "WebKit", "SatchelUpdate", "SatchelStore", "SatchelCache", "SatchelBundle", "SatchelArchive",
+            "SatchelDiff",
         ]),
     ]
 )

@@ -295,3 +295,28 @@ class Report:
 def summary(name, passed, failed):
     print(f"{name}: {passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
+
+
+# A real web front end's published releases (docs/performance.md, "Per-file diffs"): six consecutive patch releases of
+# Jupyter Notebook 7, whose wheels carry webpack output with content-hashed chunk names under notebook/static/.
+NOTEBOOK_RELEASES = ["7.4.2", "7.4.3", "7.4.4", "7.4.5", "7.4.6", "7.4.7"]
+NOTEBOOK_PREFIX = "notebook/static/"
+
+
+def notebook_releases(work):
+    """{version: {path under notebook/static/: bytes}} for NOTEBOOK_RELEASES, the wheels downloaded once from PyPI
+    (`pip download`) into <work>/notebook/."""
+    import zipfile
+    folder = os.path.join(work, "notebook")
+    os.makedirs(folder, exist_ok=True)
+    contents = {}
+    for version in NOTEBOOK_RELEASES:
+        wheel = os.path.join(folder, f"notebook-{version}-py3-none-any.whl")
+        if not os.path.exists(wheel):
+            print(f"downloading notebook {version} from PyPI...", file=sys.stderr)
+            subprocess.run([sys.executable, "-m", "pip", "download", f"notebook=={version}", "--no-deps", "-q",
+                            "--disable-pip-version-check", "-d", folder], check=True)
+        with zipfile.ZipFile(wheel) as archive:
+            contents[version] = {name[len(NOTEBOOK_PREFIX):]: archive.read(name) for name in archive.namelist()
+                                 if name.startswith(NOTEBOOK_PREFIX) and not name.endswith("/")}
+    return contents

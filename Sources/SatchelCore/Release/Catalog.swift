@@ -261,11 +261,15 @@ public struct CatalogEntry: Hashable, Sendable {
         }
     }
 
+    /// The largest size a catalog may list for a download (1 PiB): far above any bundle, far below overflow.
+    static let maxDownloadSize: Int64 = 1 << 50
+
     private static func checkDownload(url: String, size: Int64, sha256: String, in name: String) throws(CatalogError) {
         guard !url.isEmpty, !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
             throw .invalidEntry(name, reason: "url \(url.debugDescription) is empty or has spaces or control characters")
         }
-        guard size > 0 else { throw .invalidEntry(name, reason: "size \(size) must be positive") }
+        // Bounded so that sums of sizes and request weights (bytes + requests × 25,000) never overflow.
+        guard size > 0, size <= maxDownloadSize else { throw .invalidEntry(name, reason: "size \(size) must be positive and at most 2^50") }
         guard Digests.isSHA256Hex(sha256) else { throw .invalidEntry(name, reason: "sha256 must be 64 lower-case hex digits") }
     }
 

@@ -159,7 +159,12 @@ public enum ContentPairing {
             }
         }
         flush()
-        return stripped ? String(path[..<slash]) + out : nil
+        // A name that is only a hash (webpack's `[contenthash].js`, Expo's `assets/<md5>`) says nothing of what the
+        // file is: every such name of a folder would share the key. Those go to the content rule instead.
+        guard stripped, out.contains(where: { $0 != "*" && $0 != "." && $0 != "-" }) else { return nil }
+        let stem = out.split(separator: ".").first.map(String.init) ?? ""
+        guard stem.contains(where: { $0 != "*" && $0 != "-" }) else { return nil }
+        return String(path[..<slash]) + out
     }
 
     /// A content hash as bundlers print it: 8 to 64 characters of letters and digits (and `_`, base64url's) mixing
