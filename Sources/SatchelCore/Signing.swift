@@ -51,7 +51,7 @@ public struct VerifyingKey: Sendable, Equatable {
 }
 
 /// A 64-byte Ed25519 signature; `satchel.sig` holds it as base64 text with no line break.
-public struct Signature: Sendable, Equatable {
+public struct Signature: Sendable, Hashable {
     public let bytes: [UInt8]
 
     init(bytes: [UInt8]) { self.bytes = bytes }

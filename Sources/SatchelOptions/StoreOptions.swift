@@ -12,6 +12,14 @@ public struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("public-key"), help: "A trusted Ed25519 public key file (repeatable); bundles must then be signed by one.", completion: .file())
     public var publicKeys: [String] = []
 
+    @Option(
+        name: .customLong("root-public-key"),
+        help: ArgumentHelp(
+            "A root Ed25519 public key the app ships (repeatable): bundles and catalogs are then checked against the trust documents trust/<n>.json the updater walks from them (docs/formats.md, \"Trust\").",
+            valueName: "file"),
+        completion: .file())
+    public var rootPublicKeys: [String] = []
+
     @Option(help: "Launches a trial may have before the next launch rolls it back.")
     public var maxTrialLaunches: Int = 3
 
@@ -26,7 +34,10 @@ public struct StoreOptions: ParsableArguments {
     /// The store's configuration; a key file that cannot be read or parsed is a usage error naming it.
     public func configuration() throws -> StoreConfiguration {
         let keys = try publicKeys.map { try KeyFile.verifyingKey($0) }
-        return StoreConfiguration(trustedKeys: keys, maxTrialLaunches: maxTrialLaunches, builtIns: builtIns)
+        let roots = try rootPublicKeys.map { try KeyFile.verifyingKey($0, option: "--root-public-key") }
+        // The roots of trust version 1, any one of them signing for version 1 (which needs its own threshold too).
+        let anchor = roots.isEmpty ? nil : try TrustAnchor(rootKeys: roots)
+        return StoreConfiguration(trustedKeys: keys, maxTrialLaunches: maxTrialLaunches, builtIns: builtIns, trustAnchor: anchor)
     }
 
     /// Opens (and recovers) the store.

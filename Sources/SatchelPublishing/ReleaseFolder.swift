@@ -26,6 +26,8 @@ public enum ReleaseFolder {
         public var diffsEncoded: Int = 0
         /// Pairs this run encoded and found not worth a diff (a later run does not encode them again).
         public var diffsNotWorth: Int = 0
+        /// `<bundle>.sigs` files made for another manifest than their bundle's: left out of the catalog.
+        public var staleSignatures: [String] = []
     }
 
     /// A version apps ship as a built-in: every newer version of its package gets diffs from it, however far back.
@@ -55,6 +57,7 @@ public enum ReleaseFolder {
         var entries: [String: CatalogEntry] = [:]
         var versions: [String: (manifest: Manifest, bytes: [UInt8], signature: String?)] = [:]
         var deltas: [(target: String, delta: CatalogDelta, file: String)] = []
+        var stale: [String] = []
         let content = ReleaseContent(folder: folder)
         for name in names.sorted() where (name.hasSuffix(".zip") || name.hasSuffix(".tar.gz")) && !name.hasPrefix(".") {
             let path = folder + "/" + name
@@ -83,7 +86,7 @@ public enum ReleaseFolder {
                 if let other = entries[key] { throw .twoBundles(key, name, other.url) }
                 entries[key] = CatalogEntry(
                     id: manifest.id, version: manifest.version, url: baseURL + name, size: digest.size, sha256: digest.sha256,
-                    minRuntime: manifest.minRuntime)
+                    minRuntime: manifest.minRuntime, signatures: try signatures(beside: path, over: reader.manifestBytes, stale: &stale))
                 versions[key] = (manifest, reader.manifestBytes, reader.signatureBytes.map { String(decoding: $0, as: UTF8.self) })
             }
         }
@@ -131,7 +134,24 @@ public enum ReleaseFolder {
         }
         return Contents(
             entries: Array(entries.values), objects: content.objects.count, patches: patchCount,
-            diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded, diffsNotWorth: written.judgedNotWorth)
+            diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded, diffsNotWorth: written.judgedNotWorth,
+            staleSignatures: stale.sorted())
+    }
+
+    /// The keyed signatures of a bundle's `satchel.json` in `<bundle>.sigs` beside it (docs/formats.md, "Threshold
+    /// signatures"), which the catalog entry carries as `signatures`: none without the file; none, and the file named in
+    /// `stale`, when it was made for another manifest (a bundle packed again since); a file that breaks its format is
+    /// refused.
+    static func signatures(beside bundle: String, over manifest: [UInt8], stale: inout [String]) throws(ReleaseFolderError) -> [KeyedSignature] {
+        let path = bundle + SignatureFile.suffix
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        let file: SignatureFile
+        do { file = try SignatureFile.decode(Array(data)) } catch { throw .bundle(path: path, "\(error)") }
+        guard file.covers(manifest) else {
+            stale.append(path)
+            return []
+        }
+        return file.signatures
     }
 }
 

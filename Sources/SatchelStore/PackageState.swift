@@ -170,4 +170,12 @@ public struct StoreLayout: Sendable {
     /// The folder of one installed version: its files plus `satchel.json` and `satchel.sig`.
     public func version(_ id: PackageID, _ version: SemanticVersion) -> String { versions(id) + "/" + version.description }
     func state(_ id: PackageID) -> String { package(id) + "/state.json" }
+    /// The keyed signatures that counted when a version was installed with trust (a ``SignatureFile``), beside its folder,
+    /// never in it: a package may hold a file named like anything.
+    func signatures(_ id: PackageID) -> String { package(id) + "/signatures" }
+    func signatures(_ id: PackageID, _ version: SemanticVersion) -> String { signatures(id) + "/" + version.description + SignatureFile.suffix }
+    /// The updater's folder (``SatchelUpdate``'s downloads, catalogs and record).
+    public var downloads: String { root + "/downloads" }
+    /// The trust documents the device accepted, `<n>.json` each, byte for byte as published.
+    public var trust: String { downloads + "/trust" }
 }

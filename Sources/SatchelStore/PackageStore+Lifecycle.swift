@@ -148,6 +148,7 @@ extension PackageStore {
         }
         if !trash.isEmpty { FaultInjection.checkpoint("trash") }
         for path in trash { try FileSystem.removeTree(path) }
+        sweepSignatures(of: id)
         return removed.sorted()
     }
 

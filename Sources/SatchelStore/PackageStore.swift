@@ -20,8 +20,21 @@ public struct StoreConfiguration: Sendable {
     /// app. Each is the floor of its package: served (straight from the archive, never extracted) when nothing
     /// newer is installed or everything newer failed, and always somewhere for a rollback to go.
     public var builtIns: [String]
+    /// The root keys the app ships (`--root-public-key`; docs/formats.md, "Trust"): with them, a bundle must carry a
+    /// threshold of signatures by the `bundles` role of the newest trust version the device holds (kept by the updater
+    /// in `downloads/trust/`), counting its `satchel.sig` and the keyed signatures given with it; ``trustedKeys`` then
+    /// only count until a first trust version is held. Nil: today's rule, ``trustedKeys`` alone.
+    public var trustAnchor: TrustAnchor?
+    /// Trust documents the app ships (their bytes, as published), walked from ``trustAnchor`` before those the device
+    /// kept: a device that ships today's trust version fetches none of the versions before it.
+    public var trustDocuments: [[UInt8]]
 
-    public init(trustedKeys: [VerifyingKey] = [], maxTrialLaunches: Int = 3, archiveLimits: ArchiveLimits = .default, builtIns: [String] = []) {
+    public init(
+        trustedKeys: [VerifyingKey] = [], maxTrialLaunches: Int = 3, archiveLimits: ArchiveLimits = .default, builtIns: [String] = [],
+        trustAnchor: TrustAnchor? = nil, trustDocuments: [[UInt8]] = []
+    ) {
+        self.trustAnchor = trustAnchor
+        self.trustDocuments = trustDocuments
         self.trustedKeys = trustedKeys
         self.maxTrialLaunches = maxTrialLaunches
         self.archiveLimits = archiveLimits
@@ -121,13 +134,19 @@ public struct FailureReasonEntry: Sendable, Equatable, Codable {
 
 /// A difference between an active version on disk and its manifest.
 public struct CheckProblem: Sendable, Equatable, Codable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Codable { case missing, sizeMismatch, hashMismatch, unexpected, unreadable, signature, builtInRefused }
+    /// `revoked`: the version (installed or built-in) keeps serving, but every signature of it that verifies is by a
+    /// key the newest trust version no longer gives the `bundles` role.
+    public enum Kind: String, Sendable, Codable { case missing, sizeMismatch, hashMismatch, unexpected, unreadable, signature, builtInRefused, revoked }
     public var id: String
     public var version: String
     public var path: String
     public var kind: Kind
 
-    public var description: String { "\(id) \(version): \(path): \(kind.rawValue)" }
+    public var description: String {
+        kind == .revoked
+            ? "\(id) \(version): \(path): revoked (signed only by keys a trust version revoked; it keeps serving)"
+            : "\(id) \(version): \(path): \(kind.rawValue)"
+    }
 }
 
 /// The on-disk store of installed offline packages (docs/formats.md, "Store layout"; docs/architecture.md, the install flow).
@@ -196,7 +215,11 @@ public final class PackageStore: Sendable {
             for folder in [layout.staging, layout.packages, layout.pins] { try FileSystem.makeDirectory(folder) }
             try FileSystem.writeAtomically(CanonicalJSON.object(["layout": .integer(Int64(StoreLayout.version))]).bytes, to: layout.storeFile)
         }
-        var loaded = try BuiltIns.load(configuration.builtIns, configuration: configuration, layout: layout)
+        // A built-in ships with the app: with trust, its signature counts when a key the bundles role has or ever had
+        // in a version held made it (a revoked key never strands an app), or any key when none is known yet.
+        var builtInConfiguration = configuration
+        if let trust = Self.trustState(configuration, layout) { builtInConfiguration.trustedKeys = Self.everyKey(of: .bundles, in: trust) }
+        var loaded = try BuiltIns.load(configuration.builtIns, configuration: builtInConfiguration, layout: layout)
         // A built-in may not claim what another installed package already serves. Only an app with built-ins pays
         // for this look at every package (each active manifest read once, whatever the number of built-ins).
         if !loaded.packages.isEmpty {
@@ -229,22 +252,43 @@ public final class PackageStore: Sendable {
     ///   - retryingFailed: install a version that failed here before (its trial ran out, or a rollback left it).
     ///     Only an explicit choice does (`satchel install`); an automatic one (the updater) is refused with
     ///     ``StoreError/failedBefore(id:version:)``, so a crashing release is not brought back by the next update.
+    ///   - signatures: keyed signatures of the bundle's `satchel.json` beyond its `satchel.sig` (a catalog entry's
+    ///     `signatures`, a `<bundle>.sigs`); nil takes those ``BundleSignatures/offered`` holds for the running task.
+    ///     Counted only with a ``StoreConfiguration/trustAnchor``, against the `bundles` role; those that count are
+    ///     kept beside the version (`packages/<id>/signatures/<version>.sigs`) for ``check()``.
     @discardableResult
-    public func install(bundle path: String, expectedSHA256: String? = nil, retryingFailed: Bool = false) throws(StoreError) -> InstallResult {
-        try withStoreLock { () throws(StoreError) -> InstallResult in try installLocked(bundle: path, expectedSHA256: expectedSHA256, retryingFailed: retryingFailed) }
+    public func install(
+        bundle path: String, expectedSHA256: String? = nil, retryingFailed: Bool = false, signatures: [KeyedSignature]? = nil
+    ) throws(StoreError) -> InstallResult {
+        let offered = signatures ?? BundleSignatures.offered
+        return try withStoreLock { () throws(StoreError) -> InstallResult in
+            try installLocked(bundle: path, expectedSHA256: expectedSHA256, retryingFailed: retryingFailed, signatures: offered)
+        }
     }
 
-    private func installLocked(bundle path: String, expectedSHA256: String?, retryingFailed: Bool) throws(StoreError) -> InstallResult {
+    private func installLocked(bundle path: String, expectedSHA256: String?, retryingFailed: Bool, signatures: [KeyedSignature]) throws(StoreError) -> InstallResult {
         if let expected = expectedSHA256?.lowercased() {
             let actual = try Self.sha256(ofFile: path)
             guard actual == expected else { throw .bundleChecksumMismatch(expected: expected, actual: actual) }
         }
+        let trust = trustState()
         let reader: BundleReader
-        do { reader = try BundleReader(path: path, trustedKeys: configuration.trustedKeys, limits: configuration.archiveLimits) } catch {
+        do { reader = try BundleReader(path: path, trustedKeys: trust == nil ? configuration.trustedKeys : [], limits: configuration.archiveLimits) } catch {
             throw .invalidBundle(error)
         }
         let manifest = reader.manifest
         let id = manifest.id
+        // With trust, a threshold of the bundles role: a catalog key alone never makes a bundle installable.
+        var kept: SignatureFile?
+        if let trust {
+            let tally: SignatureTally
+            do { tally = try trust.signers(for: .bundles).verify(reader.manifestBytes, signatures: signatures, legacy: reader.signature) } catch {
+                throw .untrustedBundle(id: id.value, version: manifest.version.description, error)
+            }
+            let counted = Set(tally.counted)
+            let keyed = signatures.filter { counted.contains($0.keyID) }
+            if !keyed.isEmpty { kept = try? SignatureFile(sha256: Digests.sha256Hex(reader.manifestBytes), signatures: KeyedSignature.normalised(keyed)) }
+        }
         try checkScope(of: manifest)
         let loaded = try loadState(of: id)
         let builtIn = builtIns[id]
@@ -286,6 +330,9 @@ public final class PackageStore: Sendable {
             try extract(reader, into: target)
             extracted = true
         }
+        // The signatures that counted go beside the version once it is there (packages/<id>/signatures/), and go again
+        // if the state switch fails. A crash in between leaves the version with its satchel.sig alone for check().
+        let keptSignatures = builtIn?.version == manifest.version ? nil : keepSignatures(kept, of: id, manifest.version)
         let result = InstallResult(
             id: id, version: manifest.version, fileCount: manifest.files.count,
             bytes: manifest.totalSize, contentHash: manifest.contentHash, previous: previous?.active.description,
@@ -296,6 +343,7 @@ public final class PackageStore: Sendable {
             if next.active == manifest.version { noteActiveScope(of: id, manifest) }
         } catch {
             if extracted { try? discard(target) }
+            if let keptSignatures { unlink(keptSignatures) }
             if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try? discard(layout.package(id)) }
             throw error
         }

@@ -11,6 +11,9 @@ import Darwin
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The bundle is not what it claims to be (manifest, signature, a file's hash, a hostile entry...).
     case invalidBundle(BundleError)
+    /// With trust (``StoreConfiguration/trustAnchor``), the bundle lacks a threshold of signatures by the `bundles` role
+    /// of the newest trust version held; the refusal names the check (`threshold`, `revoked-key`, `key-not-trusted`…).
+    case untrustedBundle(id: String, version: String, TrustRefusal)
     /// The bundle file's own SHA-256 is not the one the caller (or the catalog) expected.
     case bundleChecksumMismatch(expected: String, actual: String)
     /// Another package already claims this host with this path prefix.
@@ -44,6 +47,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidBundle(let error): "bundle refused: \(error)"
+        case .untrustedBundle(let id, let version, let refusal): "bundle \(id) \(version) refused: \(refusal)"
         case .bundleChecksumMismatch(let expected, let actual): "bundle sha256 is \(actual), expected \(expected)"
         case .scopeConflict(let id, let other, let host, let prefix):
             "package \(id) claims host \(host) with prefix \(prefix), which package \(other) already claims"

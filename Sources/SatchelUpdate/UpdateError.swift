@@ -19,6 +19,12 @@ public enum UpdateError: Error, Equatable, Sendable, CustomStringConvertible {
     case catalogUnsigned(url: String)
     case catalogSignatureInvalid(url: String)
     case catalogExpired(url: String, expires: Timestamp, now: Timestamp)
+    /// With root keys (docs/formats.md, "Trust"): the catalog at `url`, or the trust document at `url`, refused by a
+    /// rule of trust, named by its check (`threshold`, `expired`, `older-trust-version`, `key-not-trusted`,
+    /// `revoked-key`, `rollback`, …: ``TrustRefusal/check``).
+    case trust(url: String, TrustRefusal)
+    /// `catalog.json.sigs` breaks its format (docs/formats.md, "Threshold signatures").
+    case catalogSignatures(url: String, TrustError)
     /// The catalog's serial is below one this store accepted before: a replay (from a CDN or an attacker) of a
     /// catalog from before a halt or a revocation.
     case catalogReplayed(url: String, serial: Int64, last: Int64)
@@ -45,6 +51,8 @@ public enum UpdateError: Error, Equatable, Sendable, CustomStringConvertible {
         case .catalogUnsigned(let url): "\(url) has no signature (\(Catalog.signatureFileName)), but a public key is trusted"
         case .catalogSignatureInvalid(let url): "\(url): signature does not match the catalog for any trusted public key"
         case .catalogExpired(let url, let expires, let now): "\(url) expired at \(expires) (now \(now)); refusing a stale catalog"
+        case .trust(let url, let refusal): "\(url) refused: \(refusal)"
+        case .catalogSignatures(let url, let error): "\(url) \(error)"
         case .catalogReplayed(let url, let serial, let last):
             "\(url) has serial \(serial), below the \(last) this store accepted before; refusing a replayed catalog"
         case .plan(let error): "\(error)"

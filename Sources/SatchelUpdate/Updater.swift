@@ -67,8 +67,15 @@ public struct UpdateReport: Sendable {
 
 public struct UpdaterOptions: Sendable {
     public var catalogURL: String
-    /// Keys trusted for the catalog's signature. The store's own keys check the bundles.
+    /// Keys trusted for the catalog's signature. The store's own keys check the bundles. With root keys, they count
+    /// only until a first trust version is held (docs/formats.md, "Trust").
     public var trustedKeys: [VerifyingKey]
+    /// The root keys the catalog's trust starts from (docs/formats.md, "Trust"); nil: the store's
+    /// (``StoreConfiguration/trustAnchor``), which is what an app normally gives, once. With an anchor the updater walks
+    /// `trust/<n>.json` (resolved against production's ``catalogURL`` for every channel) to the version each catalog
+    /// names, checks the catalog against that version's catalog role, and keeps what it accepted in `downloads/trust/`
+    /// for the store, which checks bundles against its bundles role.
+    public var trustAnchor: TrustAnchor?
     public var runtime: SemanticVersion?
     public var allowDowngrade: Bool
     /// Packages to update; empty means every installed package the catalog offers.
@@ -91,8 +98,9 @@ public struct UpdaterOptions: Sendable {
         catalogURL: String, trustedKeys: [VerifyingKey] = [], runtime: SemanticVersion? = nil, allowDowngrade: Bool = false,
         packages: [PackageID] = [], timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(15), responseHead: .seconds(60), idle: .seconds(60)),
         retry: RetryPolicy = RetryPolicy(), channel: ReleaseChannel? = nil, sendsReports: Bool = true,
-        concurrency: Int = UpdatePlan.requestsInFlight
+        concurrency: Int = UpdatePlan.requestsInFlight, trustAnchor: TrustAnchor? = nil
     ) {
+        self.trustAnchor = trustAnchor
         self.concurrency = max(1, concurrency)
         self.channel = channel
         self.sendsReports = sendsReports
@@ -138,11 +146,26 @@ public struct Updater: Sendable {
             // Before the fetch the device knows the catalog it last accepted: it reports what that offered it.
             for field in reporter.report(offering: client.cached(catalogURL)).headerFields { headers.add(field.name, field.value) }
         }
-        let fetched = try await client.fetch(catalogURL, trustedKeys: options.trustedKeys, now: now, headers: headers)
+        let trust: CatalogTrust
+        if let anchor = options.trustAnchor ?? store.configuration.trustAnchor {
+            trust = .chain(store.trustState(anchor: anchor, plainKeys: options.trustedKeys), production: options.catalogURL)
+        } else {
+            trust = .keys(options.trustedKeys)
+        }
+        let fetched = try await client.fetch(catalogURL, trust: trust, now: now, headers: headers)
         if let last = record.serials[catalogURL], fetched.catalog.serial < last {
-            throw .catalogReplayed(url: catalogURL, serial: fetched.catalog.serial, last: last)
+            // Fast-forward recovery: a floor set under catalog keys the trust reached no longer holds all of stops
+            // binding (a leaked catalog key may have signed a huge serial before it was rotated out).
+            let dropped = fetched.trust?.state.catalogKeysDropped(since: record.serialTrust?[catalogURL]) ?? false
+            guard dropped else { throw .catalogReplayed(url: catalogURL, serial: fetched.catalog.serial, last: last) }
+        }
+        // The catalog is accepted: the trust versions that led to it are kept, then the floor with its trust version
+        // (a crash in between leaves the old floor beside its old trust version, which the kept versions then reset).
+        if let walk = fetched.trust {
+            do { try store.keepTrust(walk.accepted) } catch { throw .store(error) }
         }
         record.serials[catalogURL] = fetched.catalog.serial
+        record.setSerialTrust(fetched.trust == nil ? nil : fetched.catalog.trust, for: catalogURL)
         try record.save(to: downloadsFolder)
         do { try store.setChannel(channel.name) } catch { throw .store(error) }
         progress(.catalog(fetched))
@@ -268,7 +291,7 @@ public struct Updater: Sendable {
         case .checksumMismatch, .sizeMismatch, .catalogMismatch, .content: "verification"
         case .store(let error):
             switch error {
-            case .invalidBundle, .bundleChecksumMismatch: "verification"
+            case .invalidBundle, .bundleChecksumMismatch, .untrustedBundle: "verification"
             default: "install-store"
             }
         default: nil
@@ -291,11 +314,12 @@ public struct Updater: Sendable {
             let name = id.value
             let version = entry.version.description
             do {
-                if let taken = try await objects.install(
+                // The entry's bundle signatures go with the version assembled from objects, as with a bundle or delta.
+                if let taken = try await Self.offering(entry.signatures, await objects.install(
                     entry, content: content, from: fetched, delta: delta.map { UpdatePlan.Cost(bytes: $0.size, requests: 1) },
                     full: UpdatePlan.Cost(bytes: entry.size, requests: 1), spent: &spent, progress: { received, total in
                     progress(.downloading(id: name, version: version, received: received, total: total))
-                }) {
+                })) {
                     outcome.install = taken.install
                     outcome.via = "objects"
                     outcome.downloadedBytes += taken.received
@@ -316,6 +340,8 @@ public struct Updater: Sendable {
             } catch {
                 if error == .cancelled { throw error }
                 if case .diskFull = error { throw error }
+                // Refused for its signatures, the version is refused whichever way it comes.
+                if case .store(.untrustedBundle) = error { throw error }
                 outcome.downloadedBytes += spent
                 outcome.objectsFallback = error.description
             }
@@ -367,8 +393,21 @@ public struct Updater: Sendable {
             throw .store(.io(operation: "read", path: report.path, errno: EIO))
         }
         let result: InstallResult
-        do { result = try store.install(bundle: report.path, expectedSHA256: target.sha256) } catch { throw .store(error) }
+        do { result = try store.install(bundle: report.path, expectedSHA256: target.sha256, signatures: entry.signatures) } catch { throw .store(error) }
         return result
+    }
+
+    /// Runs `install` with `signatures` offered to the store for the bundles it installs (``BundleSignatures``).
+    static func offering<T: Sendable>(
+        _ signatures: [KeyedSignature], _ install: @autoclosure () async throws(UpdateError) -> T
+    ) async throws(UpdateError) -> T {
+        do {
+            return try await BundleSignatures.$offered.withValue(signatures) { try await install() }
+        } catch let error as UpdateError {
+            throw error
+        } catch {
+            throw .cancelled
+        }
     }
 
     /// Store refusals that mean "this delta does not fit what is installed", where the full bundle still can.

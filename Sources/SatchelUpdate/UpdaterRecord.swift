@@ -18,11 +18,24 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
     public var serials: [String: Int64]
     /// "<id> <version>" -> why (`revoked`, `verification`, `install-<kind>`).
     public var failures: [String: String]
+    /// Catalog URL -> the trust version named by the catalog that set that URL's serial floor, when it was checked
+    /// under root keys (docs/formats.md, "Trust"): once a trust version the device reaches drops a catalog key of that
+    /// version, the floor stops binding (fast-forward recovery). Nil in records from before trust; a reader from before
+    /// it drops the field when it saves (the floor then counts as set under plain keys).
+    public var serialTrust: [String: Int64]?
 
-    public init(installID: String, serials: [String: Int64], failures: [String: String]) {
+    public init(installID: String, serials: [String: Int64], failures: [String: String], serialTrust: [String: Int64]? = nil) {
         self.installID = installID
         self.serials = serials
         self.failures = failures
+        self.serialTrust = serialTrust
+    }
+
+    /// Records the trust version under which `url`'s floor was set (nil: plain keys, nothing to record).
+    mutating func setSerialTrust(_ version: Int64?, for url: String) {
+        var map = serialTrust ?? [:]
+        map[url] = version
+        serialTrust = map.isEmpty ? nil : map
     }
 
     /// The record in `folder`, or a new one with a fresh install id, saved at once so that no token made from it is

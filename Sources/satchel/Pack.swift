@@ -55,8 +55,11 @@ extension Satchel {
         @Option(help: "zip or tar.gz.")
         var format: String = "zip"
 
-        @Option(help: "Ed25519 private key file (from satchel keygen) to sign the manifest with.", completion: .file())
-        var signKey: String?
+        @Option(
+            name: .customLong("sign-key"),
+            help: "Ed25519 private key file (from satchel keygen) to sign the manifest with; repeatable: the first signs satchel.sig inside the bundle, and with two or more every key signs <bundle>.sigs beside it.",
+            completion: .file())
+        var signKeys: [String] = []
 
         @Option(help: "Deflate level, 1 (fastest) to 9 (smallest).")
         var compressionLevel: Int = Packer.defaultCompressionLevel
@@ -88,7 +91,7 @@ extension Satchel {
                 if !routeCaches.isEmpty, let minRuntime, let version = try? SemanticVersion(minRuntime), version < SatchelRuntime.cachePolicies {
                     throw ValidationError("--min-runtime \(minRuntime) is older than \(SatchelRuntime.cachePolicies), the first runtime that reads --route-cache (older ones refuse the manifest)")
                 }
-                let key = try signKey.map { try KeyFile.signingKey($0) }
+                let key = try signKeys.first.map { try KeyFile.signingKey($0) }
                 return PackOptions(
                     id: try PackageID(id), version: try SemanticVersion(version), scope: scope,
                     entry: try safePath(entry, option: "--entry"), spaFallback: spaFallback,
@@ -115,11 +118,13 @@ extension Satchel {
 
         func run() throws {
             var options = try makeOptions()
+            let keys = try signKeys.map { try KeyFile.signingKey($0) }
             let bar = ProgressBar(enabled: !quiet)
             let plain = !quiet && !json && !Output.stderrIsTerminal
+            let result: PackResult
             do {
                 options.sourceDateEpoch = try PackOptions.sourceDateEpochFromEnvironment()
-                let result = try Packer.pack(source: source, options: options, outputFolder: output) { event in
+                result = try Packer.pack(source: source, options: options, outputFolder: output) { event in
                     switch event {
                     case .scanned(let files, let bytes):
                         if plain { Output.note("packing \(files) files, \(Output.bytes(bytes)), from \(source)") }
@@ -128,15 +133,57 @@ extension Satchel {
                     case .finished: bar.clear()
                     }
                 }
-                if json {
-                    Output.json(result)
-                } else if !quiet {
-                    Output.line("\(result.bundle): \(result.fileCount) files, \(Output.bytes(result.size)), sha256 \(result.sha256)\(result.signed ? ", signed" : "")")
-                }
             } catch {
                 bar.clear()
                 throw Output.failure(error.description)
             }
+            // Further bundle signers: every key over satchel.json, beside the bundle (docs/formats.md, "Threshold
+            // signatures"); a .sigs there for the same manifest (a reproducible pack again) keeps its other signatures.
+            let signatures = keys.count > 1 ? try Output.failing("cannot sign beside \(result.bundle)") { try signBeside(result.bundle, keys: keys) } : nil
+            if json {
+                Output.json(Summary(result, signatures: signatures))
+            } else if !quiet {
+                let extra = signatures.map { ", \($0.count) keyed signatures in \($0.file)" } ?? ""
+                Output.line("\(result.bundle): \(result.fileCount) files, \(Output.bytes(result.size)), sha256 \(result.sha256)\(result.signed ? ", signed" : "")\(extra)")
+            }
+        }
+
+        struct Summary: Encodable {
+            let bundle: String
+            let id: String
+            let version: String
+            let size: Int64
+            let sha256: String
+            let fileCount: Int
+            let contentHash: String
+            let signed: Bool
+            /// `<bundle>.sigs`, when two or more keys signed.
+            let signatures: String?
+
+            init(_ result: PackResult, signatures: (file: String, count: Int)?) {
+                bundle = result.bundle
+                id = result.id
+                version = result.version
+                size = result.size
+                sha256 = result.sha256
+                fileCount = result.fileCount
+                contentHash = result.contentHash
+                signed = result.signed
+                self.signatures = signatures?.file
+            }
+        }
+
+        /// Writes `<bundle>.sigs` with each key's signature over the bundle's satchel.json.
+        private func signBeside(_ bundle: String, keys: [SigningKey]) throws -> (file: String, count: Int) {
+            let manifest = try BundleReader.anyFormat(path: bundle).manifestBytes
+            let path = bundle + SignatureFile.suffix
+            var file = SignatureFile(for: manifest)
+            if let data = FileManager.default.contents(atPath: path), let existing = try? SignatureFile.decode(Array(data)), existing.covers(manifest) {
+                file = existing
+            }
+            for key in keys { file = try file.adding(key, over: manifest) }
+            try Data(file.canonicalBytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+            return (path, file.signatures.count)
         }
     }
 }

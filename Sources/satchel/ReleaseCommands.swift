@@ -45,8 +45,17 @@ extension Satchel {
         var bundles: String
         @Option(help: "The URL the bundles are published under (prefix of every entry's url).")
         var baseURL: String
-        @Option(help: "Sign the catalog with this Ed25519 private key file (writes <output>.sig).", completion: .file())
-        var signKey: String?
+        @Option(
+            name: .customLong("sign-key"),
+            help: "Sign the catalog with this Ed25519 private key file (writes <output>.sig); repeatable: with two or more, every key also signs <output>.sigs.",
+            completion: .file())
+        var signKeys: [String] = []
+        @Option(
+            help: ArgumentHelp(
+                "A trust folder (satchel trust init/update): the catalog names its newest version, and every version is published in trust/ beside production's catalog.",
+                valueName: "dir"),
+            completion: .directory)
+        var trust: String?
         @Option(help: "How long updaters may trust the catalog: 90s, 45m, 12h, 30d, 2w.")
         var expiresIn: ExpiryDuration = ExpiryDuration(argument: "30d")!
         @Option(help: "Expire at this RFC 3339 UTC instant instead (e.g. 2027-01-31T00:00:00Z).")
@@ -69,7 +78,7 @@ extension Satchel {
         var json = false
 
         func run() throws {
-            let key = try signKey.map { try KeyFile.signingKey($0) }
+            let keys = try signKeys.map { try KeyFile.signingKey($0) }
             let shipped: [ReleaseFolder.BuiltIn]
             do { shipped = try builtIns.map { text throws(FieldError) in try ReleaseFolder.BuiltIn(parsing: text) } } catch {
                 throw ValidationError("--built-in: \(error)")
@@ -87,8 +96,12 @@ extension Satchel {
             if releaseChannel != .production, !base.contains("://"), !base.hasPrefix("/") {
                 base = "../../" + (base == "./" ? "" : base)  // the channel's catalog sits two folders below production's
             }
+            let trustDocument = try trust.map { try TrustFolder.publish(from: $0, into: CatalogFile.productionFolder(of: self.output)) }
             let release: ReleaseFolder.Contents
             do { release = try ReleaseFolder.read(bundles, baseURL: base, builtIns: shipped) } catch { throw Output.failure(error.description) }
+            for path in release.staleSignatures {
+                Output.warning("\(path) was made for another manifest than its bundle's (packed again since?): left out of the catalog")
+            }
             // A version staged, halted or revoked in the catalog being replaced stays so: publishing the next release
             // must not roll an earlier one out to everyone. A watched release stays watched, from when it was released.
             let previous = FileManager.default.fileExists(atPath: output) ? try CatalogFile.read(output) : nil
@@ -107,17 +120,21 @@ extension Satchel {
             do {
                 catalog = try Catalog(
                     expires: expiry, packages: packages, serial: serial ?? max((previous?.serial ?? 0) + 1, CatalogFile.now().secondsSinceEpoch), reportURL: reportURL,
-                    rollouts: rollouts, watches: (previous?.watches ?? []).filter { watch in packages.contains(where: watch.watches) })
+                    rollouts: rollouts, watches: (previous?.watches ?? []).filter { watch in packages.contains(where: watch.watches) },
+                    trust: trustDocument?.version ?? previous?.trust)
             } catch {
                 throw Output.failure(error.description)
             }
             guard !catalog.packages.isEmpty || !catalog.rollouts.isEmpty else {
                 throw Output.failure("no bundles in \(bundles)")
             }
-            try CatalogFile.write(catalog, to: output, key: key)
+            try CatalogFile.write(catalog, to: output, keys: keys)
+            CatalogFile.warnShortOfThreshold(catalog, at: output, keys: keys, trust: trustDocument)
             struct Summary: Encodable {
                 let catalog: String
                 let signature: String?
+                let signatures: String?
+                let trust: Int64?
                 let expires: String
                 let packages: Int
                 let deltas: Int
@@ -128,14 +145,16 @@ extension Satchel {
                 let diffsEncoded: Int
             }
             let summary = Summary(
-                catalog: output, signature: key == nil ? nil : output + ".sig", expires: catalog.expires.description,
+                catalog: output, signature: keys.isEmpty ? nil : output + ".sig", signatures: keys.count > 1 ? output + SignatureFile.suffix : nil,
+                trust: catalog.trust, expires: catalog.expires.description,
                 packages: catalog.packages.count, deltas: catalog.packages.reduce(0) { $0 + $1.deltas.count }, objects: release.objects,
                 patches: release.patches, diffs: release.diffs, diffBytes: release.diffBytes, diffsEncoded: release.diffsEncoded)
             if json {
                 Output.json(summary)
             } else {
-                let signed = key == nil ? "unsigned" : "signed"
-                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), \(summary.objects) objects, \(summary.patches) manifest patches, \(summary.diffs) diff\(summary.diffs == 1 ? "" : "s") (\(summary.diffsEncoded) new), expires \(summary.expires)")
+                let signed = keys.isEmpty ? "unsigned" : keys.count == 1 ? "signed" : "signed by \(keys.count) keys"
+                let trust = catalog.trust.map { ", trust version \($0)" } ?? ""
+                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), \(summary.objects) objects, \(summary.patches) manifest patches, \(summary.diffs) diff\(summary.diffs == 1 ? "" : "s") (\(summary.diffsEncoded) new)\(trust), expires \(summary.expires)")
             }
         }
     }
@@ -174,7 +193,9 @@ extension Satchel {
             abstract: "Update installed packages from a catalog: download (resumable), verify, install as trial.",
             discussion: """
                 The catalog must be signed by a --public-key when one is given (the same keys check the bundles), and \
-                is refused once expired. A delta is used when its base is installed and it is smaller; the objects the device \
+                is refused once expired. With --root-public-key, the trust documents trust/<n>.json beside production's catalog \
+                are walked to the version the catalog names, and the catalog and each bundle need a threshold of that version's \
+                catalog and bundles keys. A delta is used when its base is installed and it is smaller; the objects the device \
                 lacks when they weigh less than that (bytes + 25,000 per request), fetched --concurrency at a time. Exit 0 when \
                 every package is up to date or updated, 1 when any failed (each failed package is left as it was).
                 """)
@@ -239,6 +260,7 @@ extension Satchel {
                     let expires: String
                     let signed: Bool
                     let notModified: Bool
+                    let trust: Int64?
                     let report: String?
                     let outcomes: [UpdateOutcome]
                     let failures: [Failure]
@@ -246,10 +268,10 @@ extension Satchel {
                 Output.json(Wire(
                     catalog: report.catalog.url, channel: report.channel.name, serial: report.catalog.catalog.serial,
                     expires: report.catalog.catalog.expires.description, signed: report.catalog.signed,
-                    notModified: report.catalog.notModified, report: report.reportPost, outcomes: report.outcomes,
+                    notModified: report.catalog.notModified, trust: report.catalog.trustVersion, report: report.reportPost, outcomes: report.outcomes,
                     failures: report.failures.map { Failure(id: $0.id, error: $0.error.description) }))
             } else {
-                if !report.catalog.signed { Output.note("warning: the catalog is not signature-checked (no --public-key)") }
+                if !report.catalog.signed { Output.note("warning: the catalog is not signature-checked (no --public-key or --root-public-key)") }
                 for outcome in report.outcomes {
                     let standing = outcome.decision.map { decision in
                         decision == .outsideRollout || decision == .halted

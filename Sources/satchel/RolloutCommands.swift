@@ -13,23 +13,36 @@ import Darwin
 struct CatalogEditOptions: ParsableArguments {
     @Option(help: "The catalog.json to change in place (its serial grows by one).", completion: .file())
     var catalog: String
-    @Option(help: "Re-sign it with this Ed25519 private key file (writes <catalog>.sig).", completion: .file())
-    var signKey: String?
+    @Option(
+        name: .customLong("sign-key"),
+        help: "Re-sign it with this Ed25519 private key file (writes <catalog>.sig); repeatable: with two or more, every key also signs <catalog>.sigs.",
+        completion: .file())
+    var signKeys: [String] = []
     @Option(help: "Also move its expiry to this long from now: 90s, 45m, 12h, 30d, 2w.")
     var expiresIn: ExpiryDuration?
+    @Option(
+        help: ArgumentHelp(
+            "A trust folder: the catalog names its newest version (published in trust/ beside production's catalog) instead of the one it named.",
+            valueName: "dir"),
+        completion: .directory)
+    var trust: String?
 
     func save(_ catalog: Catalog) throws {
-        let key = try signKey.map { try KeyFile.signingKey($0) }
-        if key == nil, FileManager.default.fileExists(atPath: self.catalog + ".sig") {
+        let keys = try signKeys.map { try KeyFile.signingKey($0) }
+        if keys.isEmpty, FileManager.default.fileExists(atPath: self.catalog + ".sig") {
             throw Output.failure("\(self.catalog) is signed (\(self.catalog).sig); pass --sign-key to sign the changed catalog")
         }
+        let trustDocument = try trust.map { try TrustFolder.publish(from: $0, into: CatalogFile.productionFolder(of: self.catalog)) }
         var result = catalog
-        if let expiresIn {
-            do { result = try catalog.with(expires: Timestamp(secondsSinceEpoch: CatalogFile.now().secondsSinceEpoch + expiresIn.seconds)) } catch {
-                throw Output.failure(error.description)
-            }
+        do {
+            if let expiresIn { result = try result.with(expires: Timestamp(secondsSinceEpoch: CatalogFile.now().secondsSinceEpoch + expiresIn.seconds)) }
+            // The trust version the catalog named is kept unless --trust names another.
+            if let trustDocument { result = try result.with(trust: trustDocument.version) }
+        } catch {
+            throw Output.failure(error.description)
         }
-        try CatalogFile.write(result, to: self.catalog, key: key)
+        try CatalogFile.write(result, to: self.catalog, keys: keys)
+        CatalogFile.warnShortOfThreshold(result, at: self.catalog, keys: keys, trust: trustDocument)
     }
 }
 

@@ -29,7 +29,11 @@ extension Satchel {
     struct Install: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Verify a bundle and install it as the active version of its package, on trial.",
-            discussion: "Nothing is visible until the bundle is verified, extracted, hashed and durable; the previous version stays.")
+            discussion: """
+                Nothing is visible until the bundle is verified, extracted, hashed and durable; the previous version stays. \
+                With --root-public-key, the keyed signatures in <bundle>.sigs beside the bundle count with its satchel.sig \
+                toward the bundles role's threshold.
+                """)
 
         @Argument(help: "The bundle (.zip or .tar.gz).", completion: .file())
         var bundle: String
@@ -41,8 +45,11 @@ extension Satchel {
 
         func run() throws {
             let store = try options.openForCommand()
+            let signatures = try Self.signatures(beside: bundle)
             // An explicit install may bring back a version that failed here before.
-            let result = try Output.failing { () throws(StoreError) in try store.install(bundle: bundle, expectedSHA256: sha256, retryingFailed: true) }
+            let result = try Output.failing { () throws(StoreError) in
+                try store.install(bundle: bundle, expectedSHA256: sha256, retryingFailed: true, signatures: signatures)
+            }
             if json {
                 Output.json(result)
             } else if result.builtIn == true {
@@ -52,6 +59,20 @@ extension Satchel {
                 let delta = result.delta.map { ", from the delta over \($0.from) (\($0.written) written, \($0.linked) linked, \($0.copied) copied)" } ?? ""
                 Output.line("installed \(result.id) \(result.version) (trial), \(result.fileCount) files, \(Output.bytes(result.bytes))\(delta)\(previous)")
             }
+        }
+
+        /// The keyed signatures of `<bundle>.sigs` (docs/formats.md, "Threshold signatures"), as `satchel sign` and
+        /// `satchel pack` write it: none without the file, or when it was made for another manifest (said on stderr).
+        static func signatures(beside bundle: String) throws -> [KeyedSignature] {
+            let path = bundle + SignatureFile.suffix
+            guard let data = FileManager.default.contents(atPath: path) else { return [] }
+            let file: SignatureFile
+            do { file = try SignatureFile.decode(Array(data)) } catch { throw Output.failure("\(path) \(error)") }
+            guard let manifest = try? BundleReader(path: bundle).manifestBytes, file.covers(manifest) else {
+                if (try? BundleReader(path: bundle)) != nil { Output.warning("\(path) was made for another manifest than \(bundle)'s: not counted") }
+                return []
+            }
+            return file.signatures
         }
     }
 

@@ -64,6 +64,54 @@ enum TrustFolder {
         return signed
     }
 
+    /// `--trust <dir>` of `catalog` and `rollout`: the newest version in `dir`, after checking that every version chains
+    /// as a device walks it (each one's number, and its root signatures complete: the previous version's threshold and its
+    /// own) and that the newest has not expired; then every version is published in `trust/` beside production's
+    /// catalog (`productionFolder`), where published versions never change: one there with other bytes is refused.
+    static func publish(from dir: String, into productionFolder: String) throws -> TrustDocument {
+        let versions = versions(in: dir)
+        guard let newestVersion = versions.last else {
+            throw Output.failure("--trust \(dir) holds no trust version (<n>.json); write the first with satchel trust init --output \(dir)")
+        }
+        guard versions == Array(1...newestVersion) else {
+            throw Output.failure("--trust \(dir) lacks trust version \(Set(1...newestVersion).subtracting(versions).min()!): a device walks every version from 1")
+        }
+        var previous: SignerSet?
+        var newest: TrustDocument?
+        for version in versions {
+            let file = path(dir, version)
+            let document = try read(file)
+            guard document.version == version else { throw Output.failure("\(file) holds trust version \(document.version), not \(version)") }
+            let tally = document.rootTally(previous: previous)
+            guard tally.isComplete else {
+                throw Output.failure("\(file): threshold: trust version \(version) has root signatures \(tally.have) of \(tally.need); each other root holder runs satchel sign \(file) --sign-key <their key> before a catalog names it")
+            }
+            previous = document.signers(.root)
+            newest = document
+        }
+        let document = newest!
+        if document.expires <= CatalogFile.now() {
+            throw Output.failure("\(path(dir, document.version)): expired: trust version \(document.version) expired at \(document.expires), and devices refuse every catalog while it is the newest they reach; write the next with satchel trust update \(dir)")
+        }
+        let published = (productionFolder as NSString).appendingPathComponent("trust")
+        let resolved = { (path: String) in URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path }
+        guard resolved(dir) != resolved(published) else { return document }
+        try Output.failing("cannot create \(published)") { try FileManager.default.createDirectory(atPath: published, withIntermediateDirectories: true) }
+        for version in versions {
+            let source = path(dir, version)
+            let target = path(published, version)
+            let bytes = FileManager.default.contents(atPath: source) ?? Data()
+            if let existing = FileManager.default.contents(atPath: target) {
+                guard existing == bytes else {
+                    throw Output.failure("\(target) is published with other bytes than \(source); a published trust version never changes (devices keep the copy they accepted): publish the change as the next version")
+                }
+                continue
+            }
+            try Output.failing("cannot write \(target)") { try bytes.write(to: URL(fileURLWithPath: target), options: .atomic) }
+        }
+        return document
+    }
+
     /// What is legal but probably not meant: said on stderr, the document is written all the same.
     static func warnings(_ document: TrustDocument) {
         for id in Set(document.catalog.keyIDs).intersection(document.bundles.keyIDs).sorted() {

@@ -27,6 +27,13 @@ struct FormatsCoverageTests {
 
     static func documents() throws -> [(name: String, bytes: [UInt8])] {
         let v = { (text: String) in try! SemanticVersion(text) }
+        let (root, signer) = (SigningKey.generate(), SigningKey.generate())
+        let keyed = try KeyedSignature(signing: Array("satchel.json".utf8), with: signer)
+        let trust = try TrustDocument(version: 2, expires: Timestamp(secondsSinceEpoch: 1_900_000_000), roles: [
+            .root: RoleDefinition(keys: [root.verifyingKey], threshold: 1),
+            .catalog: RoleDefinition(keys: [signer.verifyingKey], threshold: 1),
+            .bundles: RoleDefinition(keys: [signer.verifyingKey], threshold: 1),
+        ]).signed(by: root)
         let catalog = try Catalog(expires: Timestamp(secondsSinceEpoch: 1_800_000_000), packages: [
             CatalogEntry(
                 id: PackageID("shop"), version: v("1.1.0"), url: "shop-1.1.0.zip", size: 10, sha256: sha, minRuntime: v("1.0.0"),
@@ -34,18 +41,18 @@ struct FormatsCoverageTests {
                 content: CatalogContent(manifest: sha, objects: "objects/", patches: [
                     CatalogPatch(from: nil, url: "patches/shop/1.1.0/full.json.gz", size: 9, sha256: sha),
                     CatalogPatch(from: v("1.0.0"), url: "patches/shop/1.1.0/from-1.0.0.json.gz", size: 3, sha256: sha),
-                ], diffs: CatalogDiffs(base: "diffs/", url: "patches/shop/1.1.0/diffs.json.gz", size: 7, sha256: sha))),
+                ], diffs: CatalogDiffs(base: "diffs/", url: "patches/shop/1.1.0/diffs.json.gz", size: 7, sha256: sha)), signatures: [keyed]),
         ], serial: 12, reportURL: "/_satchel/reports", rollouts: [
             Rollout(entry: CatalogEntry(id: PackageID("shop"), version: v("1.2.0"), url: "shop-1.2.0.zip", size: 10, sha256: sha),
                     permille: 125, state: .staged, since: Timestamp(secondsSinceEpoch: 1_790_000_000)),
-        ])
+        ], trust: 2)
         let report = DeviceReport(channel: try ReleaseChannel("beta"), items: [
             .init(id: try PackageID("shop"), role: .offered, version: v("1.2.0"), token: "0123456789abcdef", cohort: 437),
             .init(id: try PackageID("shop"), role: .active, version: v("1.1.0"), token: "fedcba9876543210", state: "trial"),
             .init(id: try PackageID("shop"), role: .failed, version: v("1.0.5"), token: "00112233445566aa", why: "trial"),
         ])
         // Its two maps are keyed by catalog URL and by "<id> <version>": names, not fields, so left empty here.
-        let record = UpdaterRecord(installID: String(repeating: "ab", count: 32), serials: [:], failures: [:])
+        let record = UpdaterRecord(installID: String(repeating: "ab", count: 32), serials: [:], failures: [:], serialTrust: [:])
         let changed = String(repeating: "cd", count: 32)
         let patch = try ManifestPatch.make(
             from: manifest(version: "1.3.0", extra: "old.css"), to: manifest(indexSHA256: changed), signature: "c2ln",
@@ -67,17 +74,23 @@ struct FormatsCoverageTests {
                 .init(from: sha, to: changed, size: 40, sha256: sha),
             ]).canonicalBytes),
             ("entries/<xx>/<id>.json", try #require(CacheStore.record(key: "https://api.example/x", stored: cached, bodyLength: 5))),
+            ("trust/<n>.json", trust.canonicalBytes),
+            ("catalog.json.sigs", try SignatureFile(for: Array("catalog".utf8)).adding(signer, over: Array("catalog".utf8)).canonicalBytes),
+            ("packages/<id>/signatures/<version>.sigs", try SignatureFile(sha256: sha, signatures: [keyed]).canonicalBytes),
         ]
     }
 
-    /// Every object key in a JSON document, at any depth.
+    /// Every object key in a JSON document, at any depth, but key ids (a trust document's `keys` is keyed by them: names,
+    /// not fields).
     static func keys(_ value: Any) -> Set<String> {
-        if let object = value as? [String: Any] { return Set(object.keys).union(object.values.flatMap { keys($0) }) }
+        if let object = value as? [String: Any] {
+            return Set(object.keys.filter { !Digests.isSHA256Hex($0) }).union(object.values.flatMap { keys($0) })
+        }
         if let array = value as? [Any] { return Set(array.flatMap { keys($0) }) }
         return []
     }
 
-    @Test("every field of the manifest, catalog, delta manifest, manifest patch, state.json and the HTTP cache's records is named in docs/formats.md")
+    @Test("every field of the manifest, catalog, delta manifest, manifest patch, state.json, the HTTP cache's records, trust documents and signature files is named in docs/formats.md")
     func everyFieldDescribed() throws {
         let spec = try Repository.text("docs/formats.md")
         for (name, bytes) in try Self.documents() {

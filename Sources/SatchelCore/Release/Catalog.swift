@@ -28,12 +28,18 @@ public struct Catalog: Hashable, Sendable {
     /// Versions in `packages` that `satchel rollout advance` still judges from device reports, and may halt (moving
     /// them to `rollouts`). For the release side only: updaters never act on it (docs/formats.md, "Rollouts").
     public let watches: [ReleaseWatch]
+    /// The trust version the catalog was signed under (docs/formats.md, "Trust"): a device with root keys walks its
+    /// trust documents to it, one version at a time, before checking the catalog's signatures against that version's
+    /// catalog role. Nil in catalogs published without trust documents; updaters from before trust ignore it.
+    public let trust: Int64?
 
     public init(
         expires: Timestamp, packages: [CatalogEntry], serial: Int64 = 0, reportURL: String? = nil, rollouts: [Rollout] = [],
-        watches: [ReleaseWatch] = []
+        watches: [ReleaseWatch] = [], trust: Int64? = nil
     ) throws(CatalogError) {
         schema = Self.schemaVersion
+        self.trust = trust
+        if let trust, trust < 1 { throw .invalidEntry("trust", reason: "\(trust) must be 1 or more") }
         self.expires = expires
         self.serial = serial
         self.reportURL = reportURL
@@ -81,14 +87,15 @@ public struct Catalog: Hashable, Sendable {
     /// The rollouts of `id`, oldest version first.
     public func rollouts(for id: PackageID) -> [Rollout] { rollouts.filter { $0.entry.id == id } }
 
-    /// The same catalog with other packages, rollouts, watches or serial (every rule checked again).
+    /// The same catalog with other packages, rollouts, watches, serial, expiry or trust version (every rule checked
+    /// again); what is not given is kept, the trust version the catalog names included.
     public func with(
         packages: [CatalogEntry]? = nil, rollouts: [Rollout]? = nil, watches: [ReleaseWatch]? = nil, serial: Int64? = nil,
-        expires: Timestamp? = nil
+        expires: Timestamp? = nil, trust: Int64? = nil
     ) throws(CatalogError) -> Catalog {
         try Catalog(
             expires: expires ?? self.expires, packages: packages ?? self.packages, serial: serial ?? self.serial, reportURL: reportURL,
-            rollouts: rollouts ?? self.rollouts, watches: watches ?? self.watches)
+            rollouts: rollouts ?? self.rollouts, watches: watches ?? self.watches, trust: trust ?? self.trust)
     }
 
     /// The watch on `entry`'s version, when it has one.
@@ -119,6 +126,7 @@ public struct Catalog: Hashable, Sendable {
         if let reportURL { object["reports"] = .string(reportURL) }
         if !rollouts.isEmpty { object["rollouts"] = .array(rollouts.map(\.canonicalJSON)) }
         if !watches.isEmpty { object["watches"] = .array(watches.map(\.canonicalJSON)) }
+        if let trust { object["trust"] = .integer(trust) }
         return CanonicalJSON.object(object).bytes
     }
 
@@ -131,12 +139,12 @@ public struct Catalog: Hashable, Sendable {
                 id: entry.id, version: entry.version, url: entry.url, size: entry.size, sha256: entry.sha256,
                 minRuntime: entry.minRuntime,
                 deltas: entry.deltas.map { CatalogDelta(from: $0.from, url: $0.url, size: $0.size, sha256: $0.sha256) },
-                content: entry.content)
+                content: entry.content, signatures: entry.signatures ?? [])
         }
         return try Catalog(
             expires: wire.expires, packages: wire.packages.map(entry), serial: wire.serial ?? 0, reportURL: wire.reports,
             rollouts: (wire.rollouts ?? []).map { Rollout(entry: entry($0.entry), permille: $0.permille, state: $0.state, since: $0.since) },
-            watches: (wire.watches ?? []).map { ReleaseWatch(id: $0.id, version: $0.version, since: $0.since) })
+            watches: (wire.watches ?? []).map { ReleaseWatch(id: $0.id, version: $0.version, since: $0.since) }, trust: wire.trust)
     }
 
     private struct Wire: VersionedWire {
@@ -149,6 +157,7 @@ public struct Catalog: Hashable, Sendable {
             let minRuntime: SemanticVersion?
             let deltas: [Delta]
             let content: CatalogContent?
+            let signatures: [KeyedSignature]?
         }
         struct Delta: Decodable {
             let from: SemanticVersion
@@ -174,6 +183,7 @@ public struct Catalog: Hashable, Sendable {
         let reports: String?
         let rollouts: [RolloutWire]?
         let watches: [WatchWire]?
+        let trust: Int64?
     }
 }
 
@@ -191,11 +201,19 @@ public struct CatalogEntry: Hashable, Sendable {
     /// The version as content-addressed objects and manifest patches (docs/formats.md, "Objects and patches"); nil in
     /// catalogs written before them, and ignored by updaters written before them.
     public var content: CatalogContent?
+    /// Keyed signatures of the bundle's `satchel.json` bytes, copied by `satchel catalog` from `<bundle>.sigs`
+    /// (docs/formats.md, "Threshold signatures"): counted with the bundle's own `satchel.sig` against the trust
+    /// version's `bundles` role, whichever way the version arrives (bundle, delta or objects). One per key, sorted by
+    /// key id; empty (and not written) when the bundle has none. Updaters from before trust ignore it.
+    public var signatures: [KeyedSignature] {
+        didSet { signatures = KeyedSignature.normalised(signatures) }
+    }
 
     public init(
         id: PackageID, version: SemanticVersion, url: String, size: Int64, sha256: String, minRuntime: SemanticVersion? = nil,
-        deltas: [CatalogDelta] = [], content: CatalogContent? = nil
+        deltas: [CatalogDelta] = [], content: CatalogContent? = nil, signatures: [KeyedSignature] = []
     ) {
+        self.signatures = KeyedSignature.normalised(signatures)
         self.content = content
         self.id = id
         self.version = version
@@ -267,6 +285,7 @@ public struct CatalogEntry: Hashable, Sendable {
             }),
         ]
         if let minRuntime { object["minRuntime"] = .string(minRuntime.description) }
+        if !signatures.isEmpty { object["signatures"] = .array(signatures.map(\.canonicalJSON)) }
         if let content {
             object["content"] = .object([
                 "manifest": .string(content.manifest), "objects": .string(content.objects),

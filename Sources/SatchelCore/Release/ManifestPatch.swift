@@ -173,15 +173,27 @@ public enum ManifestPatchError: Error, Equatable, Sendable, CustomStringConverti
 }
 
 /// How long a cache (a CDN, the server's own) may keep each kind of file of a release folder: objects are named by
-/// their content and never change; bundles and patches are named by version; the catalog and its signature change
-/// with every release and must be fetched again soon. `no-transform` everywhere: a compressed copy made on the way
-/// would no longer match the sizes and hashes the catalog lists.
+/// their content and never change, nor do trust versions once published (`trust/<n>.json`, docs/formats.md, "Trust");
+/// bundles and patches are named by version; the catalog and its signatures change with every release and must be
+/// fetched again soon. `no-transform` everywhere: a compressed copy made on the way would no longer match the sizes
+/// and hashes the catalog lists, or the bytes a trust document's signatures cover.
 public enum ReleaseCaching {
     public static func cacheControl(forPublished path: String) -> String {
         let relative = path.hasPrefix("/") ? String(path.dropFirst()) : path
         if relative.hasPrefix("objects/") || relative.hasPrefix("diffs/") { return "public, max-age=31536000, immutable, no-transform" }
+        if isTrustDocument(relative) { return "public, max-age=31536000, immutable, no-transform" }
         if relative.hasPrefix("patches/") || relative.hasSuffix(".zip") || relative.hasSuffix(".tar.gz") { return "public, max-age=86400, no-transform" }
-        if relative.hasSuffix(Catalog.fileName) || relative.hasSuffix(Catalog.signatureFileName) { return "public, max-age=60, no-transform" }
+        if relative.hasSuffix(Catalog.fileName) || relative.hasSuffix(Catalog.signatureFileName) || relative.hasSuffix(Catalog.fileName + SignatureFile.suffix) {
+            return "public, max-age=60, no-transform"
+        }
         return "no-cache"
+    }
+
+    /// `…/trust/<n>.json`, wherever production's catalog is in the published folder.
+    static func isTrustDocument(_ relative: String) -> Bool {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[parts.count - 2] == "trust", parts.last!.hasSuffix(".json") else { return false }
+        let digits = parts.last!.dropLast(5)
+        return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber }
     }
 }

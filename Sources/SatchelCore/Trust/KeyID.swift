@@ -32,7 +32,7 @@ extension SigningKey {
 /// One signature with the id of the key that made it: `{"keyid":…,"sig":…}`, the element of a trust document's
 /// `signatures`, of a signature file (`catalog.json.sigs`, `<bundle>.sigs`) and of a catalog entry's `signatures`.
 /// The key id only says which key to try; a signature counts only when that key verifies it.
-public struct KeyedSignature: Equatable, Sendable {
+public struct KeyedSignature: Hashable, Sendable {
     public let keyID: KeyID
     public let signature: Signature
 
