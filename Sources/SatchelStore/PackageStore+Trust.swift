@@ -6,13 +6,6 @@ import Glibc
 import Darwin
 #endif
 
-/// Signatures a task offers for the bundles it installs without naming any (``PackageStore/install(bundle:expectedSHA256:retryingFailed:signatures:)``
-/// with `signatures` nil): the updater sets them to the catalog entry's `signatures` around every way it installs a
-/// version, so that a version assembled from objects carries them like a downloaded bundle or delta.
-public enum BundleSignatures {
-    @TaskLocal public static var offered: [KeyedSignature] = []
-}
-
 /// The device's trust, as the store sees it (docs/formats.md, "Trust" and "Store layout"): the anchor and the documents
 /// the app ships, then those the updater kept in `downloads/trust/<n>.json`, walked again at every read (signatures,
 /// not expiry: ``TrustState/restore(anchor:plainKeys:documents:)``). The store checks bundles against the newest

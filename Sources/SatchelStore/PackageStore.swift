@@ -253,16 +253,15 @@ public final class PackageStore: Sendable {
     ///     Only an explicit choice does (`satchel install`); an automatic one (the updater) is refused with
     ///     ``StoreError/failedBefore(id:version:)``, so a crashing release is not brought back by the next update.
     ///   - signatures: keyed signatures of the bundle's `satchel.json` beyond its `satchel.sig` (a catalog entry's
-    ///     `signatures`, a `<bundle>.sigs`); nil takes those ``BundleSignatures/offered`` holds for the running task.
+    ///     `signatures`, a `<bundle>.sigs`).
     ///     Counted only with a ``StoreConfiguration/trustAnchor``, against the `bundles` role; those that count are
     ///     kept beside the version (`packages/<id>/signatures/<version>.sigs`) for ``check()``.
     @discardableResult
     public func install(
-        bundle path: String, expectedSHA256: String? = nil, retryingFailed: Bool = false, signatures: [KeyedSignature]? = nil
+        bundle path: String, expectedSHA256: String? = nil, retryingFailed: Bool = false, signatures: [KeyedSignature] = []
     ) throws(StoreError) -> InstallResult {
-        let offered = signatures ?? BundleSignatures.offered
-        return try withStoreLock { () throws(StoreError) -> InstallResult in
-            try installLocked(bundle: path, expectedSHA256: expectedSHA256, retryingFailed: retryingFailed, signatures: offered)
+        try withStoreLock { () throws(StoreError) -> InstallResult in
+            try installLocked(bundle: path, expectedSHA256: expectedSHA256, retryingFailed: retryingFailed, signatures: signatures)
         }
     }
 

@@ -191,7 +191,8 @@ struct ObjectsUpdate {
         let digest: (size: Int64, sha256: String)
         do { digest = try FileDigest.sha256(ofFile: deltaPath) } catch { throw .io(operation: "read", path: deltaPath, errno: error.errno) }
         let install: InstallResult
-        do { install = try store.install(bundle: deltaPath, expectedSHA256: digest.sha256) } catch { throw .store(error) }
+        // The entry's bundle signatures go with the version assembled here, as with a downloaded bundle or delta.
+        do { install = try store.install(bundle: deltaPath, expectedSHA256: digest.sha256, signatures: entry.signatures) } catch { throw .store(error) }
         return Taken(
             install: install, received: received, resumed: resumed, patchFrom: patch.from?.version.description ?? "nothing",
             objects: gathered.objects, objectBytes: gathered.objectBytes, diffs: diffing)

@@ -314,12 +314,11 @@ public struct Updater: Sendable {
             let name = id.value
             let version = entry.version.description
             do {
-                // The entry's bundle signatures go with the version assembled from objects, as with a bundle or delta.
-                if let taken = try await Self.offering(entry.signatures, await objects.install(
+                if let taken = try await objects.install(
                     entry, content: content, from: fetched, delta: delta.map { UpdatePlan.Cost(bytes: $0.size, requests: 1) },
                     full: UpdatePlan.Cost(bytes: entry.size, requests: 1), spent: &spent, progress: { received, total in
                     progress(.downloading(id: name, version: version, received: received, total: total))
-                })) {
+                }) {
                     outcome.install = taken.install
                     outcome.via = "objects"
                     outcome.downloadedBytes += taken.received
@@ -395,19 +394,6 @@ public struct Updater: Sendable {
         let result: InstallResult
         do { result = try store.install(bundle: report.path, expectedSHA256: target.sha256, signatures: entry.signatures) } catch { throw .store(error) }
         return result
-    }
-
-    /// Runs `install` with `signatures` offered to the store for the bundles it installs (``BundleSignatures``).
-    static func offering<T: Sendable>(
-        _ signatures: [KeyedSignature], _ install: @autoclosure () async throws(UpdateError) -> T
-    ) async throws(UpdateError) -> T {
-        do {
-            return try await BundleSignatures.$offered.withValue(signatures) { try await install() }
-        } catch let error as UpdateError {
-            throw error
-        } catch {
-            throw .cancelled
-        }
     }
 
     /// Store refusals that mean "this delta does not fit what is installed", where the full bundle still can.

@@ -88,11 +88,11 @@ struct TrustInstallTests {
             #expect(kept.signatures == [second] && kept.covers(manifest))
             #expect(try store.check().isEmpty)
 
-            // Offered by the task, as the updater does around a version assembled from objects.
+            // Given with the install, as the updater gives a version assembled from objects its entry's signatures.
             let next = try factory.bundle(version: "1.1.0")
             let nextManifest = try BundleReader(path: next).manifestBytes
             let offered = try KeyedSignature(signing: nextManifest, with: keys.bundles[1])
-            try BundleSignatures.$offered.withValue([offered]) { try store.install(bundle: next) }
+            try store.install(bundle: next, signatures: [offered])
             #expect(try store.state(of: id("shop"))?.active.description == "1.1.0")
             // gc removes 1.0.0 once 1.2.0 is confirmed over 1.1.0, and its kept signatures with it.
             let last = try factory.bundle(version: "1.2.0")
