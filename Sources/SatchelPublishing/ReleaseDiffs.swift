@@ -36,10 +36,6 @@ struct ReleaseDiffs: Sendable {
 
     var diffsFolder: String { folder + "/diffs" }
 
-    struct Version {
-        let manifest: Manifest
-    }
-
     /// What one run wrote: for each version (`"<id> <version>"`), its index's rows; and the counts.
     struct Written {
         var indexes: [String: [FileDiffIndex.Diff]] = [:]
