@@ -3,6 +3,7 @@ import SatchelArchive
 import SatchelBundle
 import SatchelCore
 import SatchelDiff
+import SatchelPlatform
 import SatchelStore
 #if canImport(Glibc)
 import Glibc
@@ -191,8 +192,12 @@ struct ObjectsUpdate {
         let digest: (size: Int64, sha256: String)
         do { digest = try FileDigest.sha256(ofFile: deltaPath) } catch { throw .io(operation: "read", path: deltaPath, errno: error.errno) }
         let install: InstallResult
-        // The entry's bundle signatures go with the version assembled here, as with a downloaded bundle or delta.
-        do { install = try store.install(bundle: deltaPath, expectedSHA256: digest.sha256, signatures: entry.signatures) } catch { throw .store(error) }
+        // The entry's bundle signatures go with the version assembled here, as with a downloaded bundle or delta. On a
+        // thread of its own, as every install the updater makes (Updater.install): it waits for the store lock.
+        let (store, sha256, signatures) = (store, digest.sha256, entry.signatures)
+        do {
+            install = try await onOwnThread { () throws(StoreError) in try store.install(bundle: deltaPath, expectedSHA256: sha256, signatures: signatures) }
+        } catch { throw .store(error) }
         return Taken(
             install: install, received: received, resumed: resumed, patchFrom: patch.from?.version.description ?? "nothing",
             objects: gathered.objects, objectBytes: gathered.objectBytes, diffs: diffing)

@@ -2,6 +2,7 @@ import Foundation
 import SatchelBundle
 import SatchelCore
 import SatchelHTTP
+import SatchelPlatform
 import SatchelStore
 #if canImport(Glibc)
 import Glibc
@@ -391,9 +392,12 @@ public struct Updater: Sendable {
         } catch {
             throw .store(.io(operation: "read", path: report.path, errno: EIO))
         }
-        let result: InstallResult
-        do { result = try store.install(bundle: report.path, expectedSHA256: target.sha256, signatures: entry.signatures) } catch { throw .store(error) }
-        return result
+        // On a thread of its own: an install waits for the store lock (another process's install can hold it for
+        // seconds) and flushes to the drive, which must not hold a thread of the app's cooperative pool.
+        let (store, path, sha256, signatures) = (store, report.path, target.sha256, entry.signatures)
+        do {
+            return try await onOwnThread { () throws(StoreError) in try store.install(bundle: path, expectedSHA256: sha256, signatures: signatures) }
+        } catch { throw .store(error) }
     }
 
     /// Store refusals that mean "this delta does not fit what is installed", where the full bundle still can.
