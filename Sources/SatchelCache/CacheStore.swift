@@ -17,14 +17,21 @@ public struct CacheConfiguration: Sendable {
     public var mode: CacheMode
     /// The name the cache gives itself in `Cache-Status`.
     public var name: String
+    /// The time, in seconds since 1970, that ages and freshness are counted in (RFC 9111 §4.2.3's `now`): the system
+    /// clock, unless a test moves time itself instead of waiting for it to pass.
+    public var clock: @Sendable () -> Double
 
     public static let defaultMaxBytes: Int64 = 1 << 30
 
-    public init(folder: String, maxBytes: Int64 = defaultMaxBytes, mode: CacheMode, name: String = "satchel") {
+    public init(
+        folder: String, maxBytes: Int64 = defaultMaxBytes, mode: CacheMode, name: String = "satchel",
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.folder = folder
         self.maxBytes = maxBytes
         self.mode = mode
         self.name = name
+        self.clock = clock
     }
 }
 

@@ -89,7 +89,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     func run(collapsing: Bool) {
         let method = request.method
         guard method.readsRepresentation else { return forwardUnsafe() }
-        let now = HTTPCache.now()
+        let now = cache.now()
         let requestCC = CacheControl(request.headers)
         let entries = cache.store.entries(for: key)
         if let policy = request.cachePolicy, policy.policy != .useProtocolPolicy,
@@ -241,7 +241,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
             entry.stored.facts.control(mode).control.fieldNames("no-cache") == nil
         else { return nil }
         let age = CacheRules.currentAge(entry.stored, now: now)
-        return AnswerReuse(until: now + (age.rounded(.down) + 1 - age), token: entry.token)
+        return AnswerReuse(until: now + (age.rounded(.down) + 1 - age), token: entry.token, clock: cache.configuration.clock)
     }
 
     /// Joins a fill in progress whose response this request would reuse.
@@ -355,7 +355,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     }
 
     private func ask(_ upstreamRequest: ResourceRequest, status: CacheStatus, validating entry: CacheEntry?) {
-        let requestTime = HTTPCache.now()
+        let requestTime = cache.now()
         let handle = fetcher.upstream.fetch(upstreamRequest, timeouts: timeouts, on: executor) { result in
             self.received(result, asked: upstreamRequest, requestTime: requestTime, status: status, validating: entry)
         }
@@ -365,7 +365,7 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     private func received(
         _ result: Result<ResourceResponse, any Error>, asked: ResourceRequest, requestTime: Double, status: CacheStatus, validating entry: CacheEntry?
     ) {
-        let now = HTTPCache.now()
+        let now = cache.now()
         var status = status
         switch result {
         case .failure(let error):

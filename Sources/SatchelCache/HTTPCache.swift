@@ -60,5 +60,5 @@ public final class HTTPCache: ResponseCache, Sendable {
     /// A hit a server answered again from the encoded bytes of an earlier one (``AnswerReuse``).
     public func countReusedHit() { count { $0.hits += 1 } }
 
-    static func now() -> Double { Date().timeIntervalSince1970 }
+    func now() -> Double { configuration.clock() }
 }

@@ -25,16 +25,22 @@ public struct ResourceResponse: Sendable {
 }
 
 /// How long an answer stays the same for the same plain request (no range, condition, cache directive or body): until
-/// ``until`` (seconds since 1970; an `Age` field changes every second) and while ``token`` is valid (the stored
-/// response it came from has not been replaced, freshened or removed).
+/// ``until`` (seconds since 1970 on the maker's clock; an `Age` field changes every second) and while ``token`` is
+/// valid (the stored response it came from has not been replaced, freshened or removed).
 public struct AnswerReuse: Sendable {
     public let until: Double
     public let token: ReuseToken
+    /// The clock ``until`` is on: the HTTP cache's, so that a reused answer ends when the cache's own time says.
+    public let clock: @Sendable () -> Double
 
-    public init(until: Double, token: ReuseToken) {
+    public init(until: Double, token: ReuseToken, clock: @escaping @Sendable () -> Double) {
         self.until = until
         self.token = token
+        self.clock = clock
     }
+
+    /// Whether the answer is still the same.
+    public var holds: Bool { until > clock() && token.isValid }
 }
 
 /// Valid until its maker says otherwise.

@@ -51,7 +51,7 @@ final class EncodedResponseCache: Sendable {
 
     func lookup(_ key: Key, generation: Int) -> Entry? {
         guard let entry = entries.withLock({ $0[key] }), entry.generation == generation else { return nil }
-        if let reuse = entry.reuse, !(reuse.until > Date().timeIntervalSince1970 && reuse.token.isValid) { return nil }
+        if let reuse = entry.reuse, !reuse.holds { return nil }
         return entry
     }
 
