@@ -31,8 +31,8 @@ struct ZipWriterTests {
     }
 
     @Test("what ZipWriter writes, the strict directory parser and ZipReader read back byte for byte, in order")
-    func roundTrip() throws {
-        try withTemporaryFolder { folder throws in
+    func roundTrip() async throws {
+        try await withTemporaryFolder { folder async throws in
             let path = folder + "/out.zip"
             try Self.write(path, Self.files)
             let directory = try ZipDirectory.read(path: path)
@@ -55,22 +55,22 @@ struct ZipWriterTests {
     }
 
     @Test("Info-ZIP tests the archive clean: CRCs, sizes and headers as another reader sees them")
-    func infoZipAgrees() throws {
-        try withTemporaryFolder { folder throws in
+    func infoZipAgrees() async throws {
+        try await withTemporaryFolder { folder async throws in
             let path = folder + "/out.zip"
             try Self.write(path, Self.files)
-            let tested = try runProcess("/usr/bin/unzip", ["-t", path])
+            let tested = try await runProcess("/usr/bin/unzip", ["-t", path])
             #expect(tested.status == 0, "\(tested.stdout)\(tested.stderr)")
             #expect(tested.stdout.contains("No errors detected"))
             try FileManager.default.createDirectory(atPath: folder + "/x", withIntermediateDirectories: true)
-            _ = try run("/usr/bin/unzip", ["-q", path, "-d", folder + "/x"])
+            _ = try await run("/usr/bin/unzip", ["-q", path, "-d", folder + "/x"])
             #expect(try readBytes(folder + "/x/big.bin") == Self.files[3].1)
         }
     }
 
     @Test("70,000 entries need ZIP64's end records: written, parsed and listed by Info-ZIP")
-    func zip64EntryCount() throws {
-        try withTemporaryFolder { folder throws in
+    func zip64EntryCount() async throws {
+        try await withTemporaryFolder { folder async throws in
             let path = folder + "/many.zip"
             let writer = try ZipWriter(creating: path)
             for index in 0..<70_000 { try writer.add("f/\(index)", bytes: [UInt8(truncatingIfNeeded: index)]) }
@@ -78,15 +78,15 @@ struct ZipWriterTests {
             let directory = try ZipDirectory.read(path: path)
             #expect(directory.entries.count == 70_000)
             #expect(directory.entries.last?.name == "f/69999")
-            let listed = try runProcess("/usr/bin/unzip", ["-l", path])
+            let listed = try await runProcess("/usr/bin/unzip", ["-l", path])
             #expect(listed.status == 0, "\(listed.stderr)")
             #expect(listed.stdout.contains("70000 files"))
         }
     }
 
     @Test("an entry given more or fewer bytes than it declared is refused, naming it")
-    func declaredSizes() throws {
-        try withTemporaryFolder { folder throws in
+    func declaredSizes() async throws {
+        try await withTemporaryFolder { folder async throws in
             let over = try ZipWriter(creating: folder + "/over.zip")
             try over.beginEntry("a.txt", size: 2)
             #expect(throws: ArchiveError.writeFailed(entry: "a.txt", reason: "more data than the 2 bytes declared")) {

@@ -12,8 +12,8 @@ import Glibc
 @Suite("Packing a folder into a bundle")
 struct PackerTests {
     @Test("the bundle holds satchel.json, satchel.sig, then the files in manifest order", arguments: ArchiveFormat.allCases)
-    func layout(_ format: ArchiveFormat) throws {
-        try withTemporaryFolder { folder throws in
+    func layout(_ format: ArchiveFormat) async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             let key = SigningKey.generate()
             let result = try Packer.pack(source: folder + "/src", options: options(format: format, key: key), outputFolder: folder + "/out")
@@ -44,8 +44,8 @@ struct PackerTests {
     }
 
     @Test("two packs of the same folder are byte-identical", arguments: ArchiveFormat.allCases)
-    func reproducible(_ format: ArchiveFormat) throws {
-        try withTemporaryFolder { folder throws in
+    func reproducible(_ format: ArchiveFormat) async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             let a = try Packer.pack(source: folder + "/src", options: options(format: format), outputFolder: folder + "/a")
             let b = try Packer.pack(source: folder + "/src", options: options(format: format), outputFolder: folder + "/b")
@@ -59,8 +59,8 @@ struct PackerTests {
     }
 
     @Test("another SOURCE_DATE_EPOCH changes only createdAt and entry times", arguments: ArchiveFormat.allCases)
-    func sourceDateEpoch(_ format: ArchiveFormat) throws {
-        try withTemporaryFolder { folder throws in
+    func sourceDateEpoch(_ format: ArchiveFormat) async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             let a = try Packer.pack(source: folder + "/src", options: options(format: format, epoch: 1_600_000_000), outputFolder: folder + "/a")
             let b = try Packer.pack(source: folder + "/src", options: options(format: format, epoch: 1_650_000_000), outputFolder: folder + "/b")
@@ -78,7 +78,7 @@ struct PackerTests {
             #expect(ea.dropFirst().map(\.bytes) == eb.dropFirst().map(\.bytes))
             // And the entry times: every entry of a bundle carries createdAt (clamped to 1980).
             if format == .zip {
-                let listing = try run("/usr/bin/zipinfo", ["-T", b.bundle])
+                let listing = try await run("/usr/bin/zipinfo", ["-T", b.bundle])
                 #expect(listing.contains("20220415.052000"))
                 #expect(!listing.contains("20200913"))
             }
@@ -86,19 +86,19 @@ struct PackerTests {
     }
 
     @Test("times before 1980 are clamped for zip")
-    func clampsOldTimes() throws {
-        try withTemporaryFolder { folder throws in
+    func clampsOldTimes() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             let result = try Packer.pack(source: folder + "/src", options: options(epoch: 0), outputFolder: folder + "/out")
             let manifest = try BundleReader.anyFormat(path: result.bundle).manifest
             #expect(manifest.createdAt.description == "1970-01-01T00:00:00Z")
-            #expect(try run("/usr/bin/zipinfo", ["-T", result.bundle]).contains("19800101.000000"))
+            #expect(try await run("/usr/bin/zipinfo", ["-T", result.bundle]).contains("19800101.000000"))
         }
     }
 
     @Test("default and user excludes leave files out")
-    func excludes() throws {
-        try withTemporaryFolder { folder throws in
+    func excludes() async throws {
+        try await withTemporaryFolder { folder async throws in
             var tree = sampleApp
             tree[".git/HEAD"] = "ref"
             tree[".DS_Store"] = "x"
@@ -115,8 +115,8 @@ struct PackerTests {
     }
 
     @Test("a symlink to a file inside the folder is packed as that file")
-    func symlinkInside() throws {
-        try withTemporaryFolder { folder throws in
+    func symlinkInside() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             try FileManager.default.createSymbolicLink(atPath: folder + "/src/alias.css", withDestinationPath: "css/app.css")
             let result = try Packer.pack(source: folder + "/src", options: options(), outputFolder: folder + "/out")
@@ -132,8 +132,8 @@ struct PackerTests {
     }
 
     @Test("missing, non-folder and empty sources are refused")
-    func badSources() throws {
-        try withTemporaryFolder { folder throws in
+    func badSources() async throws {
+        try await withTemporaryFolder { folder async throws in
             expectRefusal(.sourceMissing(folder + "/nope"), source: folder + "/nope", options: try options(), output: folder + "/out")
             try makeTree(folder, ["file.txt": "x"])
             expectRefusal(.sourceNotFolder(folder + "/file.txt"), source: folder + "/file.txt", options: try options(), output: folder + "/out")
@@ -143,8 +143,8 @@ struct PackerTests {
     }
 
     @Test("an entry or offline page that is not in the folder is refused")
-    func missingPages() throws {
-        try withTemporaryFolder { folder throws in
+    func missingPages() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             expectRefusal(.entryMissing("main.html"), source: folder + "/src", options: try options(entry: "main.html"), output: folder + "/out")
             expectRefusal(.offlinePageMissing("nope.html"), source: folder + "/src", options: try options(offlinePage: "nope.html"), output: folder + "/out")
@@ -152,8 +152,8 @@ struct PackerTests {
     }
 
     @Test("symlinks that escape, dangle or loop are refused")
-    func badSymlinks() throws {
-        try withTemporaryFolder { folder throws in
+    func badSymlinks() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/outside", ["secret.txt": "secret"])
             try makeTree(folder + "/a", sampleApp)
             try FileManager.default.createSymbolicLink(atPath: folder + "/a/leak.txt", withDestinationPath: folder + "/outside/secret.txt")
@@ -177,8 +177,8 @@ struct PackerTests {
     }
 
     @Test("a FIFO or other special file is refused")
-    func specialFiles() throws {
-        try withTemporaryFolder { folder throws in
+    func specialFiles() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             #expect(mkfifo(folder + "/src/pipe", 0o644) == 0)
             expectRefusal(.notRegularFile(path: "pipe"), source: folder + "/src", options: try options(), output: folder + "/out")
@@ -186,8 +186,8 @@ struct PackerTests {
     }
 
     @Test("names that collide after NFC or case folding are refused")
-    func collisions() throws {
-        try withTemporaryFolder { folder throws in
+    func collisions() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/case", sampleApp.merging(["Index.HTML": "x"]) { a, _ in a })
             expectRefusal(.pathCollision("Index.HTML", "index.html"), source: folder + "/case", options: try options(), output: folder + "/out")
             // The same visible name twice: once precomposed (NFC), once decomposed (NFD, as macOS writes it).
@@ -203,8 +203,8 @@ struct PackerTests {
     }
 
     @Test("a decomposed (NFD) name is packed in NFC form")
-    func normalisesNames() throws {
-        try withTemporaryFolder { folder throws in
+    func normalisesNames() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", ["index.html": "x", "cafe\u{301}.css": "y"])
             let result = try Packer.pack(source: folder + "/src", options: options(offlinePage: nil), outputFolder: folder + "/out")
             let paths = try entries(of: result.bundle).map(\.name)
@@ -213,16 +213,16 @@ struct PackerTests {
     }
 
     @Test("a root file named like Satchel's own is refused")
-    func reservedNames() throws {
-        try withTemporaryFolder { folder throws in
+    func reservedNames() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp.merging(["satchel.json": "{}"]) { a, _ in a })
             expectRefusal(.reservedName(path: "satchel.json"), source: folder + "/src", options: try options(), output: folder + "/out")
         }
     }
 
     @Test("a name that is not UTF-8 or that SafePath refuses is refused")
-    func badNames() throws {
-        try withTemporaryFolder { folder throws in
+    func badNames() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             let raw: [UInt8] = Array((folder + "/src/bad").utf8) + [0xFF, 0x2E, 0x6A, 0x73, 0]
             let descriptor = raw.withUnsafeBufferPointer { open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_CREAT | O_WRONLY, 0o644) }
@@ -240,8 +240,8 @@ struct PackerTests {
     }
 
     @Test("an existing bundle of the same name is replaced atomically, never half-written")
-    func replacesExisting() throws {
-        try withTemporaryFolder { folder throws in
+    func replacesExisting() async throws {
+        try await withTemporaryFolder { folder async throws in
             try makeTree(folder + "/src", sampleApp)
             try FileManager.default.createDirectory(atPath: folder + "/out", withIntermediateDirectories: true)
             try Data("old".utf8).write(to: URL(fileURLWithPath: folder + "/out/shop-1.0.0.zip"))
@@ -273,8 +273,8 @@ struct PackerTests {
 @Suite("ReleaseFolder: what satchel catalog publishes beside the bundles")
 struct ReleaseFolderTests {
     @Test("each version gets patches from its newest older versions (at most patchBases) and from nothing; each content is one object")
-    func patchesAreBounded() throws {
-        try withTemporaryFolder { folder throws in
+    func patchesAreBounded() async throws {
+        try await withTemporaryFolder { folder async throws in
             let versions = (0...ReleaseFolder.patchBases + 1).map { "1.\($0).0" }
             for version in versions {
                 try makeTree(folder + "/src-\(version)", ["index.html": "<h1>\(version)</h1>", "app.js": "shared"])
@@ -309,8 +309,8 @@ struct ReleaseFolderTests {
     }
 
     @Test("per-file diffs: from each of the newest older versions and from a built-in far back, content-addressed, listed per version, kept on a second run")
-    func diffs() throws {
-        try withTemporaryFolder { folder throws in
+    func diffs() async throws {
+        try await withTemporaryFolder { folder async throws in
             // A bundler's output: app.<hash>.js changes a little each version and is renamed; logo.png never changes;
             // notes.txt is rewritten entirely (no diff worth publishing).
             var random = SystemRandomNumberGenerator()
@@ -378,8 +378,8 @@ struct ReleaseFolderTests {
     }
 
     @Test("a chunk the bundler renumbered (no name rule pairs it) gets a diff from the file it resembles; an unrelated file does not")
-    func similarPairing() throws {
-        try withTemporaryFolder { folder throws in
+    func similarPairing() async throws {
+        try await withTemporaryFolder { folder async throws in
             var random = SystemRandomNumberGenerator()
             func text(_ count: Int) -> String { String(decoding: (0..<count).map { _ in UInt8.random(in: 0x61...0x7A, using: &random) }, as: UTF8.self) }
             let chunk = (0..<400).map { "export const v\($0) = '\(text(60))';\n" }.joined()

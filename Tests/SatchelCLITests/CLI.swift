@@ -13,11 +13,11 @@ struct CLI {
         fatalError("satchel binary not found next to \(here.path); run swift build first or set SATCHEL_BIN")
     }()
 
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessOutcome {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessOutcome {
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "SOURCE_DATE_EPOCH")
         env.merge(environment) { _, new in new }
-        return try runProcess(binary, arguments, environment: env)
+        return try await runProcess(binary, arguments, environment: env)
     }
 }
 

@@ -14,17 +14,17 @@ struct CachePolicyTests {
         return CacheFixture.Answer(status: response.status, headers: response.headers, body: try await response.body.collect())
     }
 
-    /// A response fresh for one second, then stale.
+    /// A response fresh for one second, then stale: the test's clock moved two seconds on.
     func staleEntry(_ fixture: CacheFixture, _ name: String) async throws -> String {
         let path = "/cached/\(name)?" + fields([("Cache-Control", "max-age=1")])
         #expect(try await get(fixture, path, nil).text == "\(name) #1")
-        try await Task.sleep(for: .milliseconds(1300))
+        try await fixture.advance(by: 2)
         return path
     }
 
     @Test("use-protocol-policy is RFC 9111 as it is: a fresh answer from the cache")
     func protocolPolicy() async throws {
-        let fixture = try CacheFixture(mode: .private)
+        let fixture = try await CacheFixture(mode: .private)
         let path = "/cached/protocol?" + fields([("Cache-Control", "max-age=60")])
         _ = try await get(fixture, path, .useProtocolPolicy)
         let hit = try await get(fixture, path, .useProtocolPolicy)
@@ -34,19 +34,19 @@ struct CachePolicyTests {
 
     @Test("reload-ignoring-cache asks the origin although a fresh answer is stored, and stores the new one")
     func reloadIgnoringCache() async throws {
-        let fixture = try CacheFixture(mode: .private)
+        let fixture = try await CacheFixture(mode: .private)
         let path = "/cached/reload?" + fields([("Cache-Control", "max-age=60")])
         _ = try await get(fixture, path, nil)
         let reloaded = try await get(fixture, path, .reloadIgnoringCache)
         #expect(reloaded.text == "reload #2" && reloaded.cacheStatus.contains("fwd=request") && reloaded.cacheStatus.contains("reload-ignoring-cache"))
-        try await Task.sleep(for: .milliseconds(200))
+        await fixture.settled()
         #expect(try await get(fixture, path, nil).text == "reload #2", "the reloaded answer replaced the stored one")
         await fixture.stop()
     }
 
     @Test("return-cache-else-load answers a stale entry without the origin; past its max age, or with nothing stored, it loads")
     func returnCacheElseLoad() async throws {
-        let fixture = try CacheFixture(mode: .private)
+        let fixture = try await CacheFixture(mode: .private)
         let path = try await staleEntry(fixture, "else-load")
         let stale = try await get(fixture, path, .returnCacheElseLoad)
         #expect(stale.text == "else-load #1" && stale.cacheStatus.contains("hit") && stale.cacheStatus.contains("return-cache-else-load; stale"))
@@ -60,22 +60,22 @@ struct CachePolicyTests {
 
     @Test("return-cache-dont-load never asks the origin: a stored answer of any age, or a failure that says why")
     func returnCacheDontLoad() async throws {
-        let fixture = try CacheFixture(mode: .private)
+        let fixture = try await CacheFixture(mode: .private)
         let path = try await staleEntry(fixture, "dont-load")
-        try fixture.origin.failCached("reset")
+        try await fixture.origin.failCached("reset")
         let stored = try await get(fixture, path, .returnCacheDontLoad)
         #expect(stored.text == "dont-load #1" && stored.cacheStatus.contains("return-cache-dont-load; stale"))
         await #expect(throws: FetchError.notCached("nothing is stored for \(fixture.url("/cached/never"))")) {
             _ = try await get(fixture, "/cached/never", .returnCacheDontLoad)
         }
         await #expect(throws: FetchError.self) { _ = try await get(fixture, path, .returnCacheDontLoad, maxAge: 0) }
-        try fixture.origin.failCached("")
+        try await fixture.origin.failCached("")
         await fixture.stop()
     }
 
     @Test("reload-revalidating asks the origin about a fresh stored answer before using it")
     func reloadRevalidating() async throws {
-        let fixture = try CacheFixture(mode: .private)
+        let fixture = try await CacheFixture(mode: .private)
         let path = "/cached/revalidate?" + fields([("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")])
         _ = try await get(fixture, path, nil)
         let revalidated = try await get(fixture, path, .reloadRevalidating)
@@ -88,14 +88,14 @@ struct CachePolicyTests {
 
     @Test("stale-while-revalidate answers a stale entry at once and refreshes it behind; the next request gets the refresh")
     func staleWhileRevalidate() async throws {
-        let fixture = try CacheFixture(mode: .private)
+        let fixture = try await CacheFixture(mode: .private)
         let path = try await staleEntry(fixture, "swr")
         let stale = try await get(fixture, path, .staleWhileRevalidate)
         #expect(stale.text == "swr #1" && stale.cacheStatus.contains("stale-while-revalidate; stale"))
-        // The refresh stores a newer answer (#2, or later when the machine is slow enough for it to go stale again and
-        // be refreshed once more).
+        // The refresh stores a newer answer: #2, or later, since this policy refreshes behind every answer it gives.
         var next = "swr #1"
-        for _ in 0..<100 where next == "swr #1" {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while next == "swr #1", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
             next = try await get(fixture, path, .staleWhileRevalidate).text
         }

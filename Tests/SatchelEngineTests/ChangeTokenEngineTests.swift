@@ -17,7 +17,7 @@ struct ChangeTokenEngineTests {
     }
 
     /// Past the token's freshness, so the next request reads the counter again.
-    func afterFreshness() { usleep(useconds_t(PackageStore.changeTokenFreshness / 1000 * 2)) }
+    func afterFreshness() async { try? await Task.sleep(nanoseconds: PackageStore.changeTokenFreshness * 2) }
 
     @Test("immediate mode serves another process's activation at its next request, and a writer's whose closing bump never came")
     func anotherProcess() async throws {
@@ -29,13 +29,13 @@ struct ChangeTokenEngineTests {
             let engine = try ResourceEngine(source: served, configuration: EngineConfiguration(activation: .immediate))
             #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v1.1.0".utf8))
             let generation = engine.generation
-            afterFreshness()
+            await afterFreshness()
             #expect(engine.generation == generation, "an unchanged store must not make the engine reload")
 
             // Another process (a store object sharing no memory with the engine's, as the CLI beside `satchel serve`).
             let cli = try PackageStore(root: root)
             try cli.activate(try PackageID("shop"), try SemanticVersion("1.0.0"))
-            afterFreshness()
+            await afterFreshness()
             #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v1.0.0".utf8))
 
             // A writer killed after its state switch, before its closing bump: the counter stays odd, and the switch
@@ -45,7 +45,7 @@ struct ChangeTokenEngineTests {
             var state = try #require(try killed.storedState(of: try PackageID("shop")))
             try state.activate(try SemanticVersion("1.1.0"), in: killed.availability(of: try PackageID("shop")))
             try killed.writeState(state, for: try PackageID("shop"), replacing: try killed.storedState(of: try PackageID("shop")))
-            afterFreshness()
+            await afterFreshness()
             #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v1.1.0".utf8))
         }
     }

@@ -37,20 +37,20 @@ struct HookScriptTests {
             claimNonce: { nonce in used.withLock { $0.insert(nonce).inserted } })
     }
 
-    func runHarness() throws -> Run {
-        try withTemporaryFolder { folder throws in
+    func runHarness() async throws -> Run {
+        try await withTemporaryFolder { folder async throws in
             let hook = HookScript.render(HookScript.Configuration(origins: ["https://m.shop.com", "satchel://m.shop.com"], proofSecret: Self.secret))
             try hook.write(toFile: folder + "/hook.js", atomically: true, encoding: .utf8)
             let node = ["/usr/bin/node", "/usr/local/bin/node"].first { FileManager.default.isExecutableFile(atPath: $0) }
-            let outcome = try runProcess(try #require(node, "node is required (tools/setup installs nodejs)"), [Self.harness, folder + "/hook.js"])
+            let outcome = try await runProcess(try #require(node, "node is required (tools/setup installs nodejs)"), [Self.harness, folder + "/hook.js"])
             try #require(outcome.status == 0, "\(outcome.stderr)")
             return try JSONDecoder().decode(Run.self, from: Data(outcome.stdout.utf8))
         }
     }
 
     @Test("every body kind reaches the network byte-exact through its channel; GET and other origins are untouched")
-    func bodies() throws {
-        let run = try runHarness()
+    func bodies() async throws {
+        let run = try await runHarness()
         var store = run.stored.mapValues { StoredBody(bytes: Array(Data(base64Encoded: $0.base64)!), contentType: $0.contentType, method: $0.method) }
         let restorer = BodyRestorer()
         let check = Self.proofCheck()
@@ -121,8 +121,8 @@ struct HookScriptTests {
     }
 
     @Test("a proof from another launch, a replayed proof, a tampered body and no proof at all are refused, and nothing is taken from the store")
-    func proofsRefused() throws {
-        let run = try runHarness()
+    func proofsRefused() async throws {
+        let run = try await runHarness()
         let restorer = BodyRestorer()
         let requests = run.sent.filter { $0.label == "xhr text" || $0.label == "form urlencoded submit event" || $0.label == "xhr big text" }
         #expect(requests.count == 3)
@@ -172,20 +172,20 @@ struct HookScriptTests {
 
     static let nodeHarness = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../hook-js/harness.js").standardized.path
 
-    func runNode(_ arguments: [String]) throws -> String {
+    func runNode(_ arguments: [String]) async throws -> String {
         let node = ["/usr/bin/node", "/usr/local/bin/node"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        let outcome = try runProcess(try #require(node, "node is required (tools/setup installs nodejs)"), [Self.nodeHarness] + arguments)
+        let outcome = try await runProcess(try #require(node, "node is required (tools/setup installs nodejs)"), [Self.nodeHarness] + arguments)
         try #require(outcome.status == 0, "\(outcome.stderr)")
         return outcome.stdout
     }
 
     @Test("the node tests' harness (Tests/hook-js) assembles Hook/ into exactly the script HookScript.render ships")
-    func nodeHarnessRendersTheSameScript() throws {
+    func nodeHarnessRendersTheSameScript() async throws {
         let configuration = HookScript.Configuration(
             origins: ["https://m.shop.com", "satchel://m.shop.com"], proofSecret: Self.secret, cookieEndpoint: "/_satchel/cookies",
             bridgeHandler: "satchelBridge", bridgeTimeout: .milliseconds(1500))
-        #expect(try runNode(["render", configuration.json]) == HookScript.render(configuration))
-        let defaults = try JSONSerialization.jsonObject(with: Data(try runNode(["defaults"]).utf8)) as? NSDictionary
+        await #expect(try runNode(["render", configuration.json]) == HookScript.render(configuration))
+        let defaults = try await JSONSerialization.jsonObject(with: Data(try runNode(["defaults"]).utf8)) as? NSDictionary
         let swiftDefaults = try JSONSerialization.jsonObject(with: Data(HookScript.Configuration().json.utf8)) as? NSDictionary
         #expect(defaults != nil && defaults == swiftDefaults, "the harness's defaults are not HookScript.Configuration's")
     }

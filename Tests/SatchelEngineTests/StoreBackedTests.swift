@@ -62,20 +62,22 @@ struct StoreBackedTests {
             // Another holder of the pin lock (gc sweeping, another process pinning); then 2.0.0 becomes active.
             var holder: StoreLock? = try StoreLock(path: store.layout.pinLock)
             _ = try store.install(bundle: bundle(folder, version: "2.0.0", payload: [2]))
-            let answered = DispatchSemaphore(value: 0)
-            let body = Locked<[UInt8]?>(nil)
+            // The request runs on a thread of its own, as a request's thread would (and so that a request that did wait
+            // for the lock would hold no thread of the cooperative pool).
+            let answered = Locked<[UInt8]??>(nil)
             Thread {
                 let result = engine.handle(ResourceRequest(url: "satchel://m.shop.com/"))
-                if case .response(let response) = result, case .bytes(let bytes) = response.body { body.withLock { $0 = bytes } }
-                answered.signal()
+                var bytes: [UInt8]?
+                if case .response(let response) = result, case .bytes(let body) = response.body { bytes = body }
+                answered.withLock { $0 = .some(bytes) }
             }.start()
             // A liveness bound, not a speed goal: the request must not wait for the lock's holder at all.
-            let finished = answered.wait(timeout: .now() + 20) == .success
+            let finished = await eventually(within: .seconds(60)) { answered.withLock { $0 != nil } }
             #expect(finished, "a request waited on the pin lock")
-            #expect(body.withLock { $0 } == Array("v1.0.0".utf8))
+            #expect(answered.withLock { $0 } == .some(Array("v1.0.0".utf8)))
             holder = nil
             _ = holder
-            if !finished { answered.wait() }
+            _ = await eventually(within: .seconds(600)) { answered.withLock { $0 != nil } }
             #expect(try await engine.get("satchel://m.shop.com/").response?.body.collect() == Array("v2.0.0".utf8))
         }
     }
@@ -100,9 +102,9 @@ struct StoreBackedTests {
     }
 
     @Test("the bounded memory probe: 1,000 random ranges over a 1 GiB sparse file in a child process")
-    func memory() throws {
+    func memory() async throws {
         let probe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("SatchelEngineProbe").path
-        let outcome = try runProcess(probe, [])
+        let outcome = try await runProcess(probe, [])
         try #require(outcome.status == 0, "\(outcome.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as! [String: Any]
         let growth = try #require(report["peakGrowthBytes"] as? Int)

@@ -14,7 +14,7 @@ struct NIOFetcherTests {
     let fetcher = NIOFetcher(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
 
     func withOrigin(_ body: (TestOrigin) async throws -> Void) async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         do { try await body(origin) } catch {
             origin.stop()
             try await fetcher.shutdown()
@@ -79,8 +79,9 @@ struct NIOFetcherTests {
                 ("a TRACE with a body", ResourceRequest(method: "TRACE", url: origin.base + "/echo", body: Array("GET /smuggled HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n".utf8)), "TRACE"),
                 ("CONNECT", ResourceRequest(method: "CONNECT", url: origin.base + "/echo"), "CONNECT"),
             ]
+            // Refused before anything is sent: the error is `.invalidRequest` (a request that went out would end in the
+            // origin's answer or the head timeout's 504), and the origin saw nothing. No clock needed.
             for (name, request, named) in cases {
-                let started = ContinuousClock.now
                 do {
                     let response = try await fetcher.fetch(request, timeouts: FetchTimeouts(responseHead: .seconds(5)))
                     Issue.record("\(name): answered \(response.status) \(try await text(response))")
@@ -92,9 +93,8 @@ struct NIOFetcherTests {
                     #expect(error.description.contains("/echo"), "\(name): names the URL: \(error)")
                     #expect(error.description.contains(named), "\(name): names what is wrong: \(error)")
                 }
-                #expect(ContinuousClock.now - started < .seconds(2), "\(name): fails at once")
             }
-            #expect(try origin.events().filter { $0.hasPrefix("seen:") } == [], "nothing reached the origin")
+            #expect(try await origin.events().filter { $0.hasPrefix("seen:") } == [], "nothing reached the origin")
             // What may go: a tab and bytes past ASCII in a value, a TRACE without a body.
             let fine = try await fetcher.fetch(ResourceRequest(url: origin.base + "/echo", headers: HTTPHeaders([("X-Note", "a\tb"), ("X-Name", "Zoë")])), timeouts: FetchTimeouts())
             let echo = try JSONDecoder().decode(TestOrigin.Echo.self, from: Data(try await fine.body.collect()))
@@ -118,14 +118,13 @@ struct NIOFetcherTests {
                 #expect(error.description.contains("101"), "\(error)")
             }
             #expect(try await fetcher.idleConnections(on: loop).get() == 0)
-            // NIO's decoder stops parsing after a 101: a request on that connection would wait for its head timeout.
-            let started = ContinuousClock.now
+            // NIO's decoder stops parsing after a 101: a request on that connection would wait for its head timeout
+            // and fail with a 504, so a 200 says it went on a new connection.
             let next = try await NIOFetcher.withPreferredEventLoop(loop) {
                 try await fetcher.fetch(ResourceRequest(url: origin.base + "/conn"), timeouts: FetchTimeouts(responseHead: .seconds(5)))
             }
             #expect(next.status == 200)
             _ = try await next.body.collect()
-            #expect(ContinuousClock.now - started < .seconds(2))
         }
     }
 
@@ -154,15 +153,19 @@ struct NIOFetcherTests {
     func headDeadlinesOnOneLoop() async throws {
         try await withOrigin { origin in
             let loop = MultiThreadedEventLoopGroup.singleton.next()
+            // Timed where the answer arrives, on the event loop (the completion runs there, inline), not where this task
+            // resumes: on a busy test pool a task resumes late, a loop's timer never does.
             func timed(_ path: String, head: Duration) async -> (Duration, Result<Int, any Error>) {
-                let started = ContinuousClock.now
-                do {
-                    let response = try await NIOFetcher.withPreferredEventLoop(loop) {
-                        try await fetcher.fetch(ResourceRequest(url: origin.base + path), timeouts: FetchTimeouts(responseHead: head, idle: .seconds(5)))
+                await NIOFetcher.withPreferredEventLoop(loop) {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<(Duration, Result<Int, any Error>), Never>) in
+                        let started = ContinuousClock.now
+                        fetcher.fetch(
+                            ResourceRequest(url: origin.base + path), timeouts: FetchTimeouts(responseHead: head, idle: .seconds(5)),
+                            on: InlineExecutor.shared
+                        ) { result in
+                            continuation.resume(returning: (ContinuousClock.now - started, result.map(\.status)))
+                        }
                     }
-                    return (ContinuousClock.now - started, .success(response.status))
-                } catch {
-                    return (ContinuousClock.now - started, .failure(error))
                 }
             }
             // Started in this order: the timer is first armed for 5 s, then must move to 0.8 s, then on to 1.6 s.
@@ -232,7 +235,7 @@ struct NIOFetcherTests {
         var sent: Int?
         for _ in 0..<100 where sent == nil {
             try await Task.sleep(for: .milliseconds(100))
-            let events = try origin.events()
+            let events = try await origin.events()
             if events.contains("big: finished") { return 512 << 20 }  // it sent everything: nothing held it back
             sent = events.compactMap { event in
                 event.hasPrefix("big: client went away after ") ? Int(event.split(separator: " ").dropLast().last ?? "") : nil
@@ -311,7 +314,7 @@ extension NIOFetcherTests {
             #expect(try await fetcher.idleConnections(on: loop).get() == 0, "the closed connection left the pool")
             let third = try await text(try await fetch(origin.base + "/conn", on: loop))
             #expect(third != first, "a new connection")
-            let dropped = try origin.events().filter { $0.hasPrefix("once: dropped") }
+            let dropped = try await origin.events().filter { $0.hasPrefix("once: dropped") }
             #expect(dropped.isEmpty)
         }
     }
@@ -419,7 +422,7 @@ extension NIOFetcherTests {
                 #expect(error.status == 502)
                 #expect(error.description.contains("without answering"), "\(error)")
             }
-            let events = try origin.events()
+            let events = try await origin.events()
             #expect(events.filter { $0 == "once: dropped GET" }.count == 1)
             #expect(events.filter { $0 == "once: dropped POST" }.count == 1)
             #expect(events.filter { $0 == "seen: POST /once" }.count == 1, "the POST reached the origin once")
@@ -430,8 +433,8 @@ extension NIOFetcherTests {
     @Test("https: the certificate is checked against the system's and the given trust roots, by name; an unknown one is a 502")
     func https() async throws {
         try await withTemporaryFolder { folder in
-            let (certificate, key) = try makeLocalhostCertificate(in: folder)
-            let origin = try TestOrigin(tls: (certificate, key))
+            let (certificate, key) = try await makeLocalhostCertificate(in: folder)
+            let origin = try await TestOrigin(tls: (certificate, key))
             defer { origin.stop() }
             let trusting = try NIOFetcher(additionalTrustRoots: [certificate])
             do {
@@ -468,12 +471,12 @@ extension NIOFetcherTests {
 @Suite("The network fallback's memory, in a child process")
 struct NetworkMemoryTests {
     @Test("1 GiB through ResourceLoader and NIOFetcher, read with a pause like a slow client: peak memory grows by under 32 MiB")
-    func gigabyteStream() throws {
-        let origin = try TestOrigin()
+    func gigabyteStream() async throws {
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let probe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("SatchelNetworkProbe").path
         let bytes = 1 << 30
-        let outcome = try runProcess(probe, [origin.base + "/big?n=\(bytes)", String(bytes)])
+        let outcome = try await runProcess(probe, [origin.base + "/big?n=\(bytes)", String(bytes)])
         try #require(outcome.status == 0, "\(outcome.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Int])
         #expect(report["bytesReceived"] == bytes)

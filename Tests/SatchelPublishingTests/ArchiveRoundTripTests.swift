@@ -8,7 +8,7 @@ import Testing
 struct ArchiveRoundTripTests {
     static let names = ["satchel.json", "a.txt", "café/名前.html", "offline packages/index.html", "img/pixel.png", "empty"]
 
-    static func write(_ path: String, format: ArchiveFormat, time: Int64 = 1_700_000_000) throws {
+    static func write(_ path: String, format: ArchiveFormat, time: Int64 = 1_700_000_000) async throws {
         let writer = try ArchiveWriter(creating: path, format: format)
         for (index, name) in names.enumerated() {
             let bytes = name == "empty" ? [] : Array(repeating: UInt8(index + 65), count: 1000 * (index + 1))
@@ -19,7 +19,7 @@ struct ArchiveRoundTripTests {
         try writer.finish()
     }
 
-    static func read(_ path: String) throws -> [(String, ArchiveEntryKind, [UInt8])] {
+    static func read(_ path: String) async throws -> [(String, ArchiveEntryKind, [UInt8])] {
         let reader = try ArchiveReader(path: path)
         var entries: [(String, ArchiveEntryKind, [UInt8])] = []
         while let entry = try reader.nextEntry() {
@@ -29,11 +29,11 @@ struct ArchiveRoundTripTests {
     }
 
     @Test("entries come back in order with their bytes and UTF-8 names", arguments: ArchiveFormat.allCases)
-    func roundTrip(_ format: ArchiveFormat) throws {
-        try withTemporaryFolder { folder throws in
+    func roundTrip(_ format: ArchiveFormat) async throws {
+        try await withTemporaryFolder { folder async throws in
             let path = folder + "/a." + format.fileExtension
-            try Self.write(path, format: format)
-            let entries = try Self.read(path)
+            try await Self.write(path, format: format)
+            let entries = try await Self.read(path)
             #expect(entries.map(\.0) == Self.names)
             #expect(entries.allSatisfy { $0.1 == .regular })
             for (index, entry) in entries.enumerated() {
@@ -45,45 +45,45 @@ struct ArchiveRoundTripTests {
     }
 
     @Test("the same entries give the same bytes; another time changes them", arguments: ArchiveFormat.allCases)
-    func deterministic(_ format: ArchiveFormat) throws {
-        try withTemporaryFolder { folder throws in
-            try Self.write(folder + "/1", format: format)
-            try Self.write(folder + "/2", format: format)
-            try Self.write(folder + "/3", format: format, time: 1_700_000_002)
+    func deterministic(_ format: ArchiveFormat) async throws {
+        try await withTemporaryFolder { folder async throws in
+            try await Self.write(folder + "/1", format: format)
+            try await Self.write(folder + "/2", format: format)
+            try await Self.write(folder + "/3", format: format, time: 1_700_000_002)
             #expect(try readBytes(folder + "/1") == readBytes(folder + "/2"))
             #expect(try readBytes(folder + "/1") != readBytes(folder + "/3"))
         }
     }
 
     @Test("zip stores what it is told to store and deflates the rest")
-    func zipMethods() throws {
-        try withTemporaryFolder { folder throws in
-            try Self.write(folder + "/a.zip", format: .zip)
-            let listing = try run("/usr/bin/zipinfo", [folder + "/a.zip"])
+    func zipMethods() async throws {
+        try await withTemporaryFolder { folder async throws in
+            try await Self.write(folder + "/a.zip", format: .zip)
+            let listing = try await run("/usr/bin/zipinfo", [folder + "/a.zip"])
             let png = listing.split(separator: "\n").first { $0.hasSuffix("img/pixel.png") }
             let text = listing.split(separator: "\n").first { $0.hasSuffix(" a.txt") }
             #expect(png?.contains("stor") == true)
             #expect(text?.contains("defN") == true || text?.contains("defX") == true)
             // Another unzip (Info-ZIP) reads the UTF-8 names and the data.
-            _ = try run("/usr/bin/unzip", ["-q", "-t", folder + "/a.zip"])
+            _ = try await run("/usr/bin/unzip", ["-q", "-t", folder + "/a.zip"])
         }
     }
 
     @Test("the gzip header carries no time stamp and the OS byte 255")
-    func gzipHeader() throws {
-        try withTemporaryFolder { folder throws in
-            try Self.write(folder + "/a.tar.gz", format: .tarGzip)
+    func gzipHeader() async throws {
+        try await withTemporaryFolder { folder async throws in
+            try await Self.write(folder + "/a.tar.gz", format: .tarGzip)
             let bytes = try readBytes(folder + "/a.tar.gz")
             #expect(Array(bytes[0..<4]) == [0x1F, 0x8B, 8, 0])
             #expect(Array(bytes[4..<8]) == [0, 0, 0, 0])
             #expect(bytes[9] == 255)
-            _ = try run("/bin/tar", ["tzf", folder + "/a.tar.gz"])
+            _ = try await run("/bin/tar", ["tzf", folder + "/a.tar.gz"])
         }
     }
 
     @Test("a file streamed from disk is observed chunk by chunk and must keep its declared size")
-    func streamsFromDisk() throws {
-        try withTemporaryFolder { folder throws in
+    func streamsFromDisk() async throws {
+        try await withTemporaryFolder { folder async throws in
             let source = folder + "/big.bin"
             let data = Data((0..<(1 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 31) })
             try data.write(to: URL(fileURLWithPath: source))
@@ -103,8 +103,8 @@ struct ArchiveRoundTripTests {
     }
 
     @Test("an existing output is never overwritten")
-    func refusesExistingOutput() throws {
-        try withTemporaryFolder { folder throws in
+    func refusesExistingOutput() async throws {
+        try await withTemporaryFolder { folder async throws in
             _ = FileManager.default.createFile(atPath: folder + "/a.zip", contents: Data("keep".utf8))
             #expect(throws: ArchiveError.io(operation: "create", path: folder + "/a.zip", errno: EEXIST)) {
                 try ArchiveWriter(creating: folder + "/a.zip", format: .zip)

@@ -25,7 +25,7 @@ struct NetworkPathTests {
 
     @Test("bytes an origin sends past a response's end (a body to a HEAD) never become the answer to the next, pipelined request")
     func strayBytesAfterAResponse() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin)
         let client = try RawClient(port: fixture.port)
@@ -40,7 +40,7 @@ struct NetworkPathTests {
 
     @Test("a miss whose fetch fails before it starts (a TRACE with a body) is answered in order between pipelined misses")
     func fetchFailingAtOnceBetweenPipelinedMisses() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin)
         let client = try RawClient(port: fixture.port)
@@ -65,7 +65,7 @@ struct NetworkPathTests {
 
     @Test("an upgrade the origin was not asked for is a 502 for that request only: the next one on the connection is answered")
     func unaskedUpgradeThroughServer() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin)
         let client = try RawClient(port: fixture.port)
@@ -73,16 +73,16 @@ struct NetworkPathTests {
         let first = await client.responses(1)
         #expect(first.map(\.status) == [502])
         #expect(first.first?.values("X-Satchel-Error").first?.contains("101") == true)
-        let started = ContinuousClock.now
+        // A request on the upgraded connection would wait for its head timeout and end in a 504: a 200 says it went on a
+        // new one.
         client.send("GET http://api.example/echo HTTP/1.1\r\nHost: api.example\r\n\r\n")
         #expect(await client.responses(1).map(\.status) == [200])
-        #expect(ContinuousClock.now - started < .seconds(5))
         await fixture.stop()
     }
 
     @Test("two Set-Cookie fields reach the client as two lines; Content-Length is kept; nothing is added to the request")
     func headersAsSent() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin)
         let client = try RawClient(port: fixture.port)
@@ -105,7 +105,7 @@ struct NetworkPathTests {
 
     @Test("a network-first:1000 route whose upstream sends 30 bytes over 2.4 s gives the client all 30 bytes")
     func routeTimeoutBoundsTheHeadOnly() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin, routes: [try Route(parsing: "/drip=network-first:1000")])
         let client = try RawClient(port: fixture.port)
@@ -122,7 +122,7 @@ struct NetworkPathTests {
 
     @Test("a client that stops reading holds the upstream back; a client that goes away closes the upstream request")
     func backpressureAndCancellation() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin)
         let slow = try RawClient(port: fixture.port, receiveBuffer: 64 << 10)
@@ -134,7 +134,7 @@ struct NetworkPathTests {
         var finished = false
         for _ in 0..<100 where sent == nil && !finished {
             try await Task.sleep(for: .milliseconds(100))
-            let events = try origin.events()
+            let events = try await origin.events()
             finished = events.contains("big: finished")
             sent = events.compactMap { $0.hasPrefix("big: client went away after ") ? Int($0.split(separator: " ").dropLast().last ?? "") : nil }.first
         }
@@ -152,7 +152,7 @@ struct NetworkPathTests {
 
     @Test("a client that reads slowly, pausing again and again, gets every byte of a large upstream body")
     func slowReaderGetsEverything() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin)
         for round in 0..<3 {
@@ -216,7 +216,7 @@ struct NetworkPathTests {
 
     @Test("CONNECT keeps the bytes sent right behind its head, and reaches port 443 only unless configured")
     func connect() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await proxying(to: origin)
         let tunnel = try RawClient(port: fixture.port)

@@ -39,7 +39,7 @@ struct SecurityTests {
 
     @Test("a POST_DATA GET without a proof, with a stale proof or with another launch's proof is refused (403) and nothing reaches the origin")
     func forgedBodiesRefused() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await server(origin: origin)
         let secret = try #require(fixture.server.responder.loader.engine.bodyProofSecret)
@@ -58,7 +58,7 @@ struct SecurityTests {
             #expect(answer?.status == 403, "\(label)")
             #expect(answer?.values("X-Content-Type-Options") == ["nosniff"], "\(label)")
         }
-        #expect(try origin.events().filter { $0.hasPrefix("seen:") }.isEmpty, "nothing was sent upstream")
+        #expect(try await origin.events().filter { $0.hasPrefix("seen:") }.isEmpty, "nothing was sent upstream")
         // The hook's own proof is accepted, once.
         let good = BodyProof.make(secret: secret, channel: .formQuery, binding: binding, time: Self.nowMilliseconds, nonce: "good-nonce-1")
         let client = try RawClient(port: fixture.port)
@@ -68,7 +68,7 @@ struct SecurityTests {
         let echo = try JSONSerialization.jsonObject(with: Data(answers.first?.body ?? [])) as? [String: Any]
         #expect(echo?["method"] as? String == "POST")
         #expect(echo?["path"] as? String == "/echo", "POST_DATA and the proof are not forwarded")
-        #expect(try origin.events().filter { $0.hasPrefix("seen:") } == ["seen: POST /echo"])
+        #expect(try await origin.events().filter { $0.hasPrefix("seen:") } == ["seen: POST /echo"])
         let status = try JSONSerialization.jsonObject(with: Data(fixture.server.responder.statusJSON().utf8)) as? [String: Any]
         let outcomes = (status?["requests"] as? [[String: Any]] ?? []).compactMap { $0["outcome"] as? String }
         #expect(outcomes.filter { $0 == "refused" }.count == 5, "every refusal is logged as one")
@@ -77,7 +77,7 @@ struct SecurityTests {
 
     @Test("the access log, the status page and status.json show no body value, credential, cookie or secret")
     func nothingSecretLeaves() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let log = CapturedLog()
         let fixture = try await server(origin: origin, log: log)
@@ -108,7 +108,7 @@ struct SecurityTests {
 
     @Test("the status endpoints answer on the server's own address only, never under a package's host")
     func statusOnOwnAddressOnly() async throws {
-        let origin = try TestOrigin()
+        let origin = try await TestOrigin()
         defer { origin.stop() }
         let fixture = try await server(origin: origin)
         let client = try RawClient(port: fixture.port)

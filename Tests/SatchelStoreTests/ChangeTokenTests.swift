@@ -14,53 +14,53 @@ import Darwin
 struct ChangeTokenTests {
     /// The token a store object that shares no memory with the writer reads (another process's view: the counter is
     /// only on disk), once its cached token is older than its freshness.
-    func freshToken(_ store: PackageStore) -> [Int64] {
-        usleep(useconds_t(PackageStore.changeTokenFreshness / 1000 * 2))
+    func freshToken(_ store: PackageStore) async -> [Int64] {
+        try? await Task.sleep(nanoseconds: PackageStore.changeTokenFreshness * 2)
         return store.changeToken()
     }
 
     func counter(_ store: PackageStore) throws -> Int64 { try #require(store.generation.read()).value }
 
     /// Runs a mutation through `store` and checks the counter's new value and another store object's token.
-    func expectBump(_ label: String, store: PackageStore, reader: PackageStore, _ operation: () throws -> Void) throws {
+    func expectBump(_ label: String, store: PackageStore, reader: PackageStore, _ operation: () throws -> Void) async throws {
         let before = try counter(store)
-        let token = freshToken(reader)
+        let token = await freshToken(reader)
         try operation()
         let after = try counter(store)
         #expect(after > before && after % 2 == 0, "\(label): \(before) -> \(after)")
-        #expect(freshToken(reader) != token, "\(label): another store object's token did not change")
+        await #expect(freshToken(reader) != token, "\(label): another store object's token did not change")
     }
 
     @Test("every install, activation, state change and removal moves the counter to a new even value; a refusal does not")
-    func everyMutationBumps() throws {
-        try withTemporaryFolder { folder throws in
+    func everyMutationBumps() async throws {
+        try await withTemporaryFolder { folder async throws in
             let factory = BundleFactory(folder: folder)
             let store = try PackageStore(root: folder + "/store")
             let reader = try PackageStore(root: folder + "/store")
             let shop = id("shop")
-            try expectBump("install", store: store, reader: reader) { try store.install(bundle: factory.bundle(version: "1.0.0")) }
-            try expectBump("confirm", store: store, reader: reader) { try store.confirm(shop) }
-            try expectBump("install on trial", store: store, reader: reader) { try store.install(bundle: factory.bundle(version: "1.1.0")) }
-            try expectBump("launch counting a trial", store: store, reader: reader) { _ = try store.beginLaunch() }
-            try expectBump("rollback", store: store, reader: reader) { try store.rollback(shop) }
-            try expectBump("activate", store: store, reader: reader) { try store.activate(shop, v("1.1.0")) }
-            try expectBump("a judge's confirm", store: store, reader: reader) {
+            try await expectBump("install", store: store, reader: reader) { try store.install(bundle: factory.bundle(version: "1.0.0")) }
+            try await expectBump("confirm", store: store, reader: reader) { try store.confirm(shop) }
+            try await expectBump("install on trial", store: store, reader: reader) { try store.install(bundle: factory.bundle(version: "1.1.0")) }
+            try await expectBump("launch counting a trial", store: store, reader: reader) { _ = try store.beginLaunch() }
+            try await expectBump("rollback", store: store, reader: reader) { try store.rollback(shop) }
+            try await expectBump("activate", store: store, reader: reader) { try store.activate(shop, v("1.1.0")) }
+            try await expectBump("a judge's confirm", store: store, reader: reader) {
                 let confirmed = try store.confirmTrial(shop, version: v("1.1.0"))
                 #expect(confirmed)
             }
-            try expectBump("install of a second package", store: store, reader: reader) { try store.install(bundle: factory.bundle(id: "cart", version: "1.0.0", host: "cart.example")) }
-            try expectBump("a judge's rollback", store: store, reader: reader) {
+            try await expectBump("install of a second package", store: store, reader: reader) { try store.install(bundle: factory.bundle(id: "cart", version: "1.0.0", host: "cart.example")) }
+            try await expectBump("a judge's rollback", store: store, reader: reader) {
                 try store.install(bundle: factory.bundle(id: "cart", version: "1.1.0", host: "cart.example"))
                 _ = try store.rollBackTrial(id("cart"), version: v("1.1.0"), because: .crashed)
                 #expect(try store.state(of: id("cart"))?.active == v("1.0.0"))
             }
-            try expectBump("removal of a package", store: store, reader: reader) { try store.remove(id("cart")) }
+            try await expectBump("removal of a package", store: store, reader: reader) { try store.remove(id("cart")) }
             try store.install(bundle: factory.bundle(version: "1.2.0"))
             try store.confirm(shop)
-            try expectBump("removal of a version", store: store, reader: reader) { try store.remove(shop, version: v("1.0.0")) }
+            try await expectBump("removal of a version", store: store, reader: reader) { try store.remove(shop, version: v("1.0.0")) }
             try store.install(bundle: factory.bundle(version: "1.3.0"))
             try store.confirm(shop)
-            try expectBump("gc", store: store, reader: reader) {
+            try await expectBump("gc", store: store, reader: reader) {
                 let removed = try store.collectGarbage()
                 #expect(removed == ["shop@1.1.0"])
             }
@@ -77,29 +77,29 @@ struct ChangeTokenTests {
     }
 
     @Test("a change made by another store object, as by another process, is seen at the reader's next look")
-    func anotherWriterIsSeen() throws {
-        try withTemporaryFolder { folder throws in
+    func anotherWriterIsSeen() async throws {
+        try await withTemporaryFolder { folder async throws in
             let factory = BundleFactory(folder: folder)
             let reader = try PackageStore(root: folder + "/store")
             let writer = try PackageStore(root: folder + "/store")
             try writer.install(bundle: factory.bundle(version: "1.0.0"))
-            let token = freshToken(reader)
-            #expect(freshToken(reader) == token, "an unchanged store must keep its token, or an engine reloads on every request")
+            let token = await freshToken(reader)
+            await #expect(freshToken(reader) == token, "an unchanged store must keep its token, or an engine reloads on every request")
             try writer.confirm(id("shop"))
-            #expect(freshToken(reader) != token)
+            await #expect(freshToken(reader) != token)
             #expect(try reader.state(of: id("shop"))?.isTrial == false)
         }
     }
 
     @Test("a writer killed between its state switch and its closing bump: readers see the switch, and the next open evens the counter")
-    func killedWriter() throws {
-        try withTemporaryFolder { folder throws in
+    func killedWriter() async throws {
+        try await withTemporaryFolder { folder async throws in
             let factory = BundleFactory(folder: folder)
             let root = folder + "/store"
             let writer = try PackageStore(root: root)
             try writer.install(bundle: factory.bundle(version: "1.0.0"))
             let reader = try PackageStore(root: root)
-            let settled = freshToken(reader)
+            let settled = await freshToken(reader)
             #expect(try counter(reader) % 2 == 0)
 
             // The writer's operation as a kill would leave it: the counter made odd, the state switched, no end.
@@ -108,7 +108,7 @@ struct ChangeTokenTests {
                 defer { withExtendedLifetime(lock) {} }
                 try writer.beginChange()
                 // A reader looking now, before the switch, reads the old state under an odd counter...
-                let during = freshToken(reader)
+                let during = await freshToken(reader)
                 #expect(during != settled)
                 #expect(try reader.state(of: id("shop"))?.isTrial == true)
                 var confirmed = try #require(try writer.state(of: id("shop")))
@@ -116,21 +116,21 @@ struct ChangeTokenTests {
                 try writer.writeState(confirmed, for: id("shop"), replacing: try writer.storedState(of: id("shop")))
                 writer.operation.withLock { $0 = PackageStore.Operation() }
                 // ...and the switch changes its token although the counter does not move again.
-                let after = freshToken(reader)
+                let after = await freshToken(reader)
                 #expect(after != during)
-                #expect(freshToken(reader) == after, "an odd counter with nothing changing must still give a stable token")
+                await #expect(freshToken(reader) == after, "an odd counter with nothing changing must still give a stable token")
             }
             #expect(try counter(reader) % 2 == 1)
-            let odd = freshToken(reader)
+            let odd = await freshToken(reader)
             _ = try PackageStore(root: root)
             #expect(try counter(reader) % 2 == 0)
-            #expect(freshToken(reader) != odd)
+            await #expect(freshToken(reader) != odd)
             #expect(try reader.state(of: id("shop"))?.isTrial == false)
         }
     }
 
     @Test("opening a store of many packages reads none of them; a marked package is the only one recovered")
-    func openReadsNoPackage() throws {
+    func openReadsNoPackage() async throws {
         try withTemporaryFolder { folder throws in
             let factory = BundleFactory(folder: folder)
             let root = folder + "/store"
@@ -162,7 +162,7 @@ struct ChangeTokenTests {
     }
 
     @Test("a version kept for a running engine is removed by the first open after its pin is gone, found by its marker")
-    func pinnedLeftover() throws {
+    func pinnedLeftover() async throws {
         try withTemporaryFolder { folder throws in
             let factory = BundleFactory(folder: folder)
             let root = folder + "/store"
@@ -187,7 +187,7 @@ struct ChangeTokenTests {
     }
 
     @Test("a launch rewrites no state it does not change: confirmed packages and trials that ran out with nowhere to go")
-    func launchLeavesUnchangedStates() throws {
+    func launchLeavesUnchangedStates() async throws {
         try withTemporaryFolder { folder throws in
             let factory = BundleFactory(folder: folder)
             let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(maxTrialLaunches: 1))

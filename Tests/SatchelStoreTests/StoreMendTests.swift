@@ -2,6 +2,7 @@ import Foundation
 import SatchelBundle
 import SatchelCore
 @testable import SatchelStore
+import SatchelPlatform
 import SatchelTestSupport
 import Testing
 #if canImport(Glibc)
@@ -92,25 +93,30 @@ struct StoreMendTests {
             try store.activate(id("shop"), v("1.0.0"))
             // Another process's view of the same store, opened beforehand.
             let other = try PackageStore(root: folder + "/store")
-            let otherDone = DispatchSemaphore(value: 0)
             let collected = Locked<[String]?>(nil)
-            let stillRunning = Locked(false)
-            store.pinningHook.withLock {
-                $0 = {
-                    // Between reading "1.0.0 is active" and pinning it: activate 1.2.0 and gc, which would delete 1.0.0.
-                    DispatchQueue.global().async {
-                        try? other.activate(id("shop"), v("1.2.0"))
-                        collected.withLock { $0 = try? other.collectGarbage() }
-                        otherDone.signal()
+            // On a thread of its own: the hook below waits for the other view's gc, which must not hold a thread of
+            // the cooperative pool while it does.
+            let engine = try await onOwnThread { () throws in
+                let otherDone = DispatchSemaphore(value: 0)
+                let stillRunning = Locked(false)
+                store.pinningHook.withLock {
+                    $0 = {
+                        // Between reading "1.0.0 is active" and pinning it: activate 1.2.0 and gc, which would delete 1.0.0.
+                        DispatchQueue.global().async {
+                            try? other.activate(id("shop"), v("1.2.0"))
+                            collected.withLock { $0 = try? other.collectGarbage() }
+                            otherDone.signal()
+                        }
+                        // With the pin lock held, gc cannot get there; give it a moment to try.
+                        let waited = otherDone.wait(timeout: .now() + 1)
+                        stillRunning.withLock { $0 = waited == .timedOut }
                     }
-                    // With the pin lock held, gc cannot get there; give it a moment to try.
-                    let waited = otherDone.wait(timeout: .now() + 1)
-                    stillRunning.withLock { $0 = waited == .timedOut }
                 }
+                let pinned = try (store as PackageSource).pinnedPackages()
+                store.pinningHook.withLock { $0 = nil }
+                if stillRunning.withLock({ $0 }) { otherDone.wait() }
+                return pinned
             }
-            let engine = try (store as PackageSource).pinnedPackages()
-            store.pinningHook.withLock { $0 = nil }
-            if stillRunning.withLock({ $0 }) { otherDone.wait() }
             #expect(engine.packages.map(\.label) == ["shop@1.0.0"])
             #expect(collected.withLock { $0 } == [], "gc must see the pin and keep 1.0.0")
             #expect(FileManager.default.fileExists(atPath: store.layout.version(id("shop"), v("1.0.0")) + "/index.html"))

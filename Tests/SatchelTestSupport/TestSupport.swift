@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Helpers shared by every test target: scratch folders and running real tools.
 
@@ -35,28 +38,151 @@ public struct ProcessOutcome: Sendable {
     public let stderr: String
 }
 
-/// Runs `executable` with `arguments`, no standard input, and collects both output streams.
-public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ProcessOutcome {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    // Read both pipes before waiting, so a chatty child cannot block on a full pipe.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var errData = Data()
-    DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return ProcessOutcome(
-        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-        stderr: String(decoding: errData, as: UTF8.self))
+/// A child process a test starts, reads and waits for.
+///
+/// Nothing here blocks a thread of Swift's cooperative pool, which has one thread per core (two on CI's machine): its
+/// pipes are read on threads of their own, its exit arrives through the termination handler, and every wait is an
+/// `await`. A test that waited for a child synchronously held one of those threads for the child's whole life, and two
+/// such tests at once stopped every other test's timers (issue 57: a 1-second timeout that fired after 60 s).
+public final class ChildProcess: @unchecked Sendable {
+    public enum Stream: Sendable { case stdout, stderr }
+
+    private let process = Process()
+    private let input: Pipe?
+    private let lock = NSLock()
+    private var output = Data()
+    private var errors = Data()
+    private var outputEnded = false
+    private var errorsEnded = false
+    private var status: Int32?
+    /// Bumped on every change; a waiter sleeps only while it still has the value it last looked at.
+    private var version = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Starts `executable` with both output streams captured; standard input is a pipe the test may write to and close
+    /// (``closeInput()``) when `input` is set, else nothing.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, input: Bool = false) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        self.input = input ? Pipe() : nil
+        process.standardInput = self.input ?? FileHandle.nullDevice
+        process.terminationHandler = { [weak self] process in
+            self?.change { $0.status = process.terminationStatus }
+        }
+        try process.run()
+        read(out.fileHandleForReading, .stdout)
+        read(err.fileHandleForReading, .stderr)
+    }
+
+    public var processIdentifier: Int32 { process.processIdentifier }
+    public var isRunning: Bool { lock.withLock { status == nil } }
+    /// What the stream has said so far.
+    public func text(_ stream: Stream) -> String {
+        lock.withLock { String(decoding: stream == .stdout ? output : errors, as: UTF8.self) }
+    }
+
+    /// Sends `signal` (SIGKILL, SIGTERM...) to the child.
+    public func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Writes to the child's standard input (given `input: true`).
+    public func write(_ text: String) { input?.fileHandleForWriting.write(Data(text.utf8)) }
+
+    /// Closes the child's standard input: a child that reads it sees its end.
+    public func closeInput() { try? input?.fileHandleForWriting.close() }
+
+    /// The child's exit status, once it has exited.
+    public func exitStatus() async -> Int32 { await until { $0.status } }
+
+    /// Its exit status and everything it wrote, once it has exited and closed both streams.
+    public func finished() async -> ProcessOutcome {
+        await until { child in
+            guard let status = child.status, child.outputEnded, child.errorsEnded else { return nil }
+            return ProcessOutcome(
+                status: status, stdout: String(decoding: child.output, as: UTF8.self), stderr: String(decoding: child.errors, as: UTF8.self))
+        }
+    }
+
+    /// Everything `stream` has said once it contains `marker`; nil when the stream ended without it, or `timeout`
+    /// passed first (a bound on a test that would otherwise hang, not a measure of speed).
+    public func output(containing marker: String, on stream: Stream, timeout: Duration = .seconds(120)) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline)
+            self?.change { _ in }
+        }
+        defer { timer.cancel() }
+        return await until { child -> String?? in
+            let text = String(decoding: stream == .stdout ? child.output : child.errors, as: UTF8.self)
+            if text.contains(marker) { return .some(text) }
+            let ended = stream == .stdout ? child.outputEnded : child.errorsEnded
+            return ended || ContinuousClock.now >= deadline ? .some(nil) : nil
+        } ?? nil
+    }
+
+    // MARK: state
+
+    private func change(_ update: (ChildProcess) -> Void) {
+        let resumed: [CheckedContinuation<Void, Never>] = lock.withLock {
+            update(self)
+            version += 1
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in resumed { waiter.resume() }
+    }
+
+    /// Waits, without holding a thread, until `ready` gives a value (evaluated under the lock at each change).
+    private func until<T>(_ ready: (ChildProcess) -> T?) async -> T {
+        while true {
+            let (value, seen): (T?, Int) = lock.withLock { (ready(self), version) }
+            if let value { return value }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let stale = lock.withLock {
+                    if version != seen { return true }
+                    waiters.append(continuation)
+                    return false
+                }
+                if stale { continuation.resume() }
+            }
+        }
+    }
+
+    /// Reads `handle` to its end on a thread of its own (a blocking read, kept off the cooperative pool).
+    private func read(_ handle: FileHandle, _ stream: Stream) {
+        let thread = Thread { [self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                change { child in
+                    if stream == .stdout { child.output.append(chunk) } else { child.errors.append(chunk) }
+                }
+            }
+            change { child in
+                if stream == .stdout { child.outputEnded = true } else { child.errorsEnded = true }
+            }
+        }
+        thread.start()
+    }
+}
+
+/// Whether `condition` holds within `limit`, asked every 20 ms without holding a thread. For what another thread or
+/// process does in its own time; the limit is a bound on a test that would otherwise hang, never a speed goal.
+public func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return true
+}
+
+/// Runs `executable` with `arguments`, no standard input, and collects both output streams once it has exited.
+public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> ProcessOutcome {
+    try await ChildProcess(executable, arguments, environment: environment).finished()
 }
 
 /// A tool that exited non-zero.
@@ -67,8 +193,8 @@ public struct ToolFailed: Error, CustomStringConvertible {
 }
 
 /// Runs a tool and returns its standard output; throws when it exits non-zero.
-public func run(_ tool: String, _ arguments: [String]) throws -> String {
-    let outcome = try runProcess(tool, arguments)
+public func run(_ tool: String, _ arguments: [String]) async throws -> String {
+    let outcome = try await runProcess(tool, arguments)
     guard outcome.status == 0 else { throw ToolFailed(tool: tool, outcome: outcome) }
     return outcome.stdout
 }
@@ -100,17 +226,23 @@ public func treeSnapshot(_ root: String, skip: (String) -> Bool = { _ in false }
 /// available on the test machines).
 public func withSmallFileSystem<T>(at path: String, size: String, _ body: () async throws -> T) async throws -> T {
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    let mount = try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path])
+    let mount = try await runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path])
     guard mount.status == 0 else { throw ToolFailed(tool: "mount -t tmpfs \(path)", outcome: mount) }
-    defer { _ = try? runProcess("/bin/umount", [path]) }
-    return try await body()
+    do {
+        let result = try await body()
+        _ = try? await runProcess("/bin/umount", [path])
+        return result
+    } catch {
+        _ = try? await runProcess("/bin/umount", [path])
+        throw error
+    }
 }
 
 /// A self-signed certificate for `localhost` (its own CA) and its key, as PEM files in `folder`: for a
 /// ``TestOrigin`` over https, trusted only where the test says so.
-public func makeLocalhostCertificate(in folder: String) throws -> (certificate: String, key: String) {
+public func makeLocalhostCertificate(in folder: String) async throws -> (certificate: String, key: String) {
     let certificate = folder + "/cert.pem", key = folder + "/key.pem"
-    _ = try run("/usr/bin/openssl", [
+    _ = try await run("/usr/bin/openssl", [
         "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
     ])
@@ -121,30 +253,21 @@ public func makeLocalhostCertificate(in folder: String) throws -> (certificate: 
 /// garbage, stalls, drips, big and endless bodies, repeated header fields. Started by the test that needs it
 /// and stopped by it; it also stops when its standard input closes, so a test that dies leaves nothing running.
 public final class TestOrigin: @unchecked Sendable {
-    let process = Process()
-    let stdin = Pipe()
+    let child: ChildProcess
     public let port: Int
 
     /// https when `tls` (a certificate and its key, PEM) is given; `base` then names the origin `localhost`.
     public let tls: Bool
 
-    public init(tls: (certificate: String, key: String)? = nil) throws {
+    public init(tls: (certificate: String, key: String)? = nil) async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("origin.py").path
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
+        child = try ChildProcess("/usr/bin/env", ["python3", script] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []), input: true)
         self.tls = tls != nil
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdin
-        try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: script])
+        // Its first line is the port it listens on.
+        let said = await child.output(containing: "\n", on: .stdout) ?? ""
+        guard let port = Int(said.split(separator: "\n").first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? "") else {
+            child.closeInput()
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: script, NSLocalizedDescriptionKey: "origin.py said \(said) \(child.text(.stderr))"])
         }
         self.port = port
     }
@@ -161,8 +284,8 @@ public final class TestOrigin: @unchecked Sendable {
     }
 
     /// What `/events` reports (what happened on `/hang`, `/big` and `/drip`), fetched without Satchel.
-    public func events() throws -> [String] {
-        let output = try run("/usr/bin/curl", [tls ? "-sfk" : "-sf", base + "/events"])
+    public func events() async throws -> [String] {
+        let output = try await run("/usr/bin/curl", [tls ? "-sfk" : "-sf", base + "/events"])
         return (try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String]) ?? []
     }
 
@@ -171,18 +294,24 @@ public final class TestOrigin: @unchecked Sendable {
     public func sawEvent(_ event: String, within seconds: Double = 3) async throws -> Bool {
         for _ in 0..<max(1, Int(seconds * 10)) {
             try await Task.sleep(for: .milliseconds(100))
-            if try events().contains(event) { return true }
+            if try await events().contains(event) { return true }
         }
         return false
     }
 
     /// How `/cached/...` behaves from now on: "503" answers 503, "reset" closes each connection, "" works again.
-    public func failCached(_ mode: String) throws {
-        _ = try run("/usr/bin/curl", [tls ? "-sfk" : "-sf", base + "/origin-mode?fail=" + mode])
+    public func failCached(_ mode: String) async throws {
+        _ = try await run("/usr/bin/curl", [tls ? "-sfk" : "-sf", base + "/origin-mode?fail=" + mode])
+    }
+
+    /// Closes its standard input, which ends it (without waiting: its port is its own, and nothing reuses it).
+    /// The time every `Date` field says from now on (seconds since 1970), or the real time again (nil): a test that
+    /// moves a cache's clock moves the origin's with it, so that ages agree.
+    public func setClock(_ seconds: Double?) async throws {
+        _ = try await run("/usr/bin/curl", [tls ? "-sfk" : "-sf", base + "/origin-mode?now=" + (seconds.map { String($0) } ?? "")])
     }
 
     public func stop() {
-        try? stdin.fileHandleForWriting.close()
-        process.waitUntilExit()
+        child.closeInput()
     }
 }

@@ -25,6 +25,8 @@
              "<name> #<count>"), in 64 KiB writes MS milliseconds apart; X-Origin-Count says how many requests for that target the origin has seen.
              An If-None-Match equal to its ETag gets a 304 with the same fields.
   /origin-mode?fail=503|reset|   from now on /cached/... answers 503, or closes the connection, or works again
+  /origin-mode?now=SECONDS|   from now on every Date field says that time (seconds since 1970), or the real time again:
+             a test that moves a cache's clock moves the origin's with it
 With `--tls CERT KEY` it speaks https. It stops when its standard input closes, so a test that dies cannot
 leave it running."""
 import base64, http.server, json, socket, socketserver, ssl, struct, sys, threading, time
@@ -32,12 +34,18 @@ import base64, http.server, json, socket, socketserver, ssl, struct, sys, thread
 events = []
 counts = {}
 failing = {"mode": ""}
+clock = {"now": None}
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args):
         pass
+
+    def date_time_string(self, timestamp=None):
+        if timestamp is None and clock["now"] is not None:
+            timestamp = clock["now"]
+        return super().date_time_string(timestamp)
 
     def body(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -173,7 +181,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/events":
             self.send(200, json.dumps(events).encode())
         elif path == "/origin-mode":
-            failing["mode"] = self.path.split("fail=", 1)[1] if "fail=" in self.path else ""
+            from urllib.parse import parse_qs
+            query = parse_qs(self.path.split("?", 1)[1], keep_blank_values=True) if "?" in self.path else {}
+            if "fail" in query:
+                failing["mode"] = query["fail"][0]
+            if "now" in query:
+                clock["now"] = float(query["now"][0]) if query["now"][0] else None
             self.send(204, b"", "text/plain")
         elif path.startswith("/cached/"):
             self.cached(path)
