@@ -7,7 +7,7 @@ struct SourceCheck: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "source-check",
         abstract: "Scan Swift sources for what an Apple build would compile, without a Mac.",
-        subcommands: [Platform.self, Privacy.self, StandIn.self])
+        subcommands: [Platform.self, Privacy.self, StandIn.self, Blocking.self])
 }
 
 /// `-D` conditions, as the compiler takes them: none by default (a release build).
@@ -120,3 +120,32 @@ struct StandIn: ParsableCommand {
     }
 }
 
+
+struct Blocking: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Report calls that block their thread (sleeps, waits, pipe reads to the end) outside a thread of their own.")
+
+    @Option(help: "The allow-list: `path | within | call | reason` a line.")
+    var allow: String
+
+    @Argument(help: "Directories (or .swift files) to scan; paths print and match the allow-list as given.")
+    var paths: [String]
+
+    func run() throws {
+        let files = try load(paths)
+        let text: String
+        do { text = try String(contentsOfFile: allow, encoding: .utf8) } catch {
+            try reportProblems(["source-check: \(allow): \(error)"])
+            return
+        }
+        let (allowances, problems) = BlockingScan.allowances(from: text, named: allow)
+        try reportProblems(problems)
+        let report = BlockingScan.scan(files, allowances: allowances)
+        for finding in report.findings { print(finding.description) }
+        for stale in report.unused {
+            print("\(allow):\(stale.line): allows \(stale.call) in \(stale.within) of \(stale.path), which no longer blocks there: remove the line")
+        }
+        guard report.findings.isEmpty, report.unused.isEmpty else { throw ExitCode.failure }
+        print("\(report.fileCount) files: no call blocks a thread of the cooperative pool (\(report.allowed.count) allowed, each with its reason in \(allow))")
+    }
+}
