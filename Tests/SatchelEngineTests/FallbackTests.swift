@@ -235,19 +235,36 @@ struct FallbackTests {
                     for try await _ in stream {}
                 }
             }
-            try await Task.sleep(for: .milliseconds(500))
+            // Cancelled once the exchange is under way (the origin is writing its body), however long that took to come.
+            #expect(try await origin.sawEvent("hang: started", within: 120), "the request never reached the origin")
             task.cancel()
             _ = await task.result
+            // The origin writes every 50 ms for 10 s: it sees the client go away at its next write, or finishes.
             var events: [String] = []
-            for _ in 0..<60 {
+            while !events.contains("hang: client went away") && !events.contains("hang: finished") {
                 try await Task.sleep(for: .milliseconds(100))
-                let (response, _, _) = (await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/events"))).parts
-                events = try JSONDecoder().decode([String].self, from: Data(try await response.body.collect()))
-                if events.contains("hang: client went away") { break }
+                events = try await origin.events()
             }
-            #expect(events.contains("hang: started"))
             #expect(events.contains("hang: client went away"), "\(events)")
         }
+    }
+
+    @Test("a fetch cancelled before it began sends nothing: the origin never sees its request")
+    func cancelledBeforeItBegan() async throws {
+        let origin = try await Origin()
+        defer { origin.stop() }
+        let fetcher = URLSessionFetcher()
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await fetcher.fetchResponse(ResourceRequest(url: origin.base + "/hang?cancelled"), timeouts: FetchTimeouts())
+        }
+        await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
+        // A request made after it on the same session is seen; the cancelled one must not be, then or in the next second.
+        let later = try await fetcher.fetchResponse(ResourceRequest(url: origin.base + "/echo?after"), timeouts: FetchTimeouts())
+        _ = try await later.body.collect()
+        #expect(try await origin.sawEvent("seen: GET /echo?after", within: 120))
+        let sent = try await origin.sawEvent("seen: GET /hang?cancelled", within: 1)
+        #expect(!sent, "the cancelled request reached the origin")
     }
 }
 
