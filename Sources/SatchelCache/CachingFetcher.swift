@@ -469,8 +469,12 @@ final class CachedExchange: FetchHandle, @unchecked Sendable {
     /// `stale-while-revalidate`: the stale answer goes out now; the origin is asked behind it, once for all
     /// requests, and what it says is stored for the next.
     private func revalidateBehind(_ entry: CacheEntry) {
+        let filling = cache.filling
         let started = cache.collapsed.withLock { table -> Bool in
             guard table[key] == nil else { return false }
+            // The revalidation before this one already has its answer and is storing it (its fill joins `filling`
+            // before it leaves `collapsed`): a second would ask the origin again for what is arriving.
+            guard filling.withLock({ $0[key]?.isEmpty ?? true }) else { return false }
             table[key] = []
             return true
         }
