@@ -163,12 +163,16 @@ public struct Updater: Sendable {
         // The catalog is accepted: the trust versions that led to it are kept, then the floor with its trust version
         // (a crash in between leaves the old floor beside its old trust version, which the kept versions then reset).
         if let walk = fetched.trust {
-            do { try store.keepTrust(walk.accepted) } catch { throw .store(error) }
+            // Every call here that takes the store lock runs on a thread of its own: another process's install can hold
+            // the lock for seconds, and a wait for it must not hold a thread of the app's cooperative pool.
+            let (store, accepted) = (store, walk.accepted)
+            do { try await onOwnThread { () throws(StoreError) in try store.keepTrust(accepted) } } catch { throw .store(error) }
         }
         record.serials[catalogURL] = fetched.catalog.serial
         record.setSerialTrust(fetched.trust == nil ? nil : fetched.catalog.trust, for: catalogURL)
         try record.save(to: downloadsFolder)
-        do { try store.setChannel(channel.name) } catch { throw .store(error) }
+        let (store, channelName) = (store, channel.name)
+        do { try await onOwnThread { () throws(StoreError) in try store.setChannel(channelName) } } catch { throw .store(error) }
         progress(.catalog(fetched))
         removeStaleDownloads(keeping: fetched.catalog)
         let installed: [PackageID]
@@ -272,7 +276,8 @@ public struct Updater: Sendable {
         case .revert(_, let version):
             // The store's own fallback rules; the revoked version is marked failed there, and why here.
             let state: PackageState
-            do { state = try store.rollback(id) } catch { throw .store(error) }
+            let store = store
+            do { state = try await onOwnThread { () throws(StoreError) in try store.rollback(id) } } catch { throw .store(error) }
             record.failures[UpdaterRecord.key(id, version)] = "revoked"
             return UpdateOutcome(id: id.value, action: .rolledBack, from: version.description, to: state.active.description, via: nil, downloadedBytes: 0, resumed: false)
         case .install(let entry, let delta, let replacing):
@@ -392,8 +397,7 @@ public struct Updater: Sendable {
         } catch {
             throw .store(.io(operation: "read", path: report.path, errno: EIO))
         }
-        // On a thread of its own: an install waits for the store lock (another process's install can hold it for
-        // seconds) and flushes to the drive, which must not hold a thread of the app's cooperative pool.
+        // On a thread of its own, as every call here that takes the store lock: an install also flushes to the drive.
         let (store, path, sha256, signatures) = (store, report.path, target.sha256, entry.signatures)
         do {
             return try await onOwnThread { () throws(StoreError) in try store.install(bundle: path, expectedSHA256: sha256, signatures: signatures) }
