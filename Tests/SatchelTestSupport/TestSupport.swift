@@ -59,7 +59,7 @@ public final class ChildProcess: @unchecked Sendable {
     private var version = 0
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    /// Starts `executable` with both output streams captured; standard input is a pipe the test may write to and close
+    /// Starts `executable` with both output streams captured; standard input is a pipe the test closes
     /// (``closeInput()``) when `input` is set, else nothing.
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, input: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: executable)
@@ -87,9 +87,6 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Sends `signal` (SIGKILL, SIGTERM...) to the child.
     public func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
-
-    /// Writes to the child's standard input (given `input: true`).
-    public func write(_ text: String) { input?.fileHandleForWriting.write(Data(text.utf8)) }
 
     /// Closes the child's standard input: a child that reads it sees its end.
     public func closeInput() { try? input?.fileHandleForWriting.close() }
