@@ -1,3 +1,4 @@
+import SatchelCore
 import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
@@ -322,7 +323,7 @@ private struct CentralRecord {
         let nameStart = start + 46
         guard nameStart + nameLength + extraLength + commentLength <= bytes.count else { throw .truncatedCentralDirectory(entry: index) }
         let nameBytes = bytes[nameStart..<nameStart + nameLength]
-        guard nameLength > 0, !nameBytes.contains(0), let name = String(validating: nameBytes, as: UTF8.self) else {
+        guard nameLength > 0, !nameBytes.contains(0), let name = UTF8Text.decode(nameBytes) else {
             throw .badName(entry: index, bytes: Array(nameBytes))
         }
         position = nameStart + nameLength + extraLength + commentLength

@@ -125,13 +125,13 @@ public final class ArchiveReader: ArchiveEntryStream {
     }
 
     private static func name(of header: OpaquePointer) throws -> String {
-        if let utf8 = archive_entry_pathname_utf8(header), let name = String(validatingCString: utf8) {
+        if let utf8 = archive_entry_pathname_utf8(header), let name = UTF8Text.decode(UnsafeRawBufferPointer(start: utf8, count: strlen(utf8))) {
             return name
         }
         guard let raw = archive_entry_pathname(header) else { throw ArchiveError.invalidEntryName(bytes: []) }
         let length = strlen(raw)
         let bytes = Array(UnsafeRawBufferPointer(start: raw, count: length))
-        guard let name = String(validating: bytes, as: UTF8.self) else { throw ArchiveError.invalidEntryName(bytes: bytes) }
+        guard let name = UTF8Text.decode(bytes) else { throw ArchiveError.invalidEntryName(bytes: bytes) }
         return name
     }
 

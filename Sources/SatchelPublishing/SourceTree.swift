@@ -87,7 +87,7 @@ public enum SourceTree {
             while let item = readdir(directory) {
                 let name = withUnsafeBytes(of: item.pointee.d_name) { raw -> String? in
                     let bytes = raw.prefix { $0 != 0 }
-                    return String(validating: bytes, as: UTF8.self)
+                    return UTF8Text.decode(bytes)
                 }
                 guard let name else {
                     throw .unsafePath(SafePathError(path: relative + "/?", reason: .invalidEncoding))

@@ -236,7 +236,7 @@ public struct BodyRestorer: Sendable {
         do { bytes = try PercentDecoding.decode(text) } catch {
             throw .malformedEncoding(channel: channel, reason: "a % not followed by two hex digits")
         }
-        if requireUTF8, String(validating: bytes, as: UTF8.self) == nil {
+        if requireUTF8, UTF8Text.decode(bytes) == nil {
             throw .malformedEncoding(channel: channel, reason: "the decoded text is not UTF-8")
         }
         return bytes

@@ -24,7 +24,7 @@ public enum URLPath {
         } catch {
             throw .encodedSeparator
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw .notUTF8 }
+        guard let text = UTF8Text.decode(bytes) else { throw .notUTF8 }
         return text
     }
 
