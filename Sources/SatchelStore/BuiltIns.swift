@@ -172,10 +172,10 @@ enum BuiltIns {
         return CanonicalJSON.object([
             "bundle": .string(bundle.path),
             "changed": .integer(changed),
-            "device": .integer(Int64(bitPattern: UInt64(info.st_dev))),
+            "device": .integer(Int64(truncatingIfNeeded: info.st_dev)),
             "directory": .string(bundle.directoryDigest),
             "id": .string(bundle.manifest.id.value),
-            "inode": .integer(Int64(bitPattern: UInt64(info.st_ino))),
+            "inode": .integer(Int64(truncatingIfNeeded: info.st_ino)),
             "manifest": .string(Digests.sha256Hex(bundle.manifestBytes)),
             "modified": .integer(modified),
             "size": .integer(Int64(info.st_size)),
