@@ -34,12 +34,12 @@ package final class FileOutput {
         }
     }
 
-    /// Flushes to stable storage and closes.
+    /// Hands the data to the drive, ordered before what follows (Durability.flushData: fsync on Linux, F_BARRIERFSYNC
+    /// on Apple platforms; the store's one F_FULLFSYNC before a switch makes it durable), and closes.
     package func close(sync: Bool) throws(ArchiveError) {
         guard descriptor >= 0 else { return }
         defer { descriptor = -1 }
-        if sync, fsync(descriptor) != 0 {
-            let code = errno
+        if sync, let code = Durability.flushData(descriptor) {
             _ = POSIXIO.close(descriptor)
             throw .io(operation: "fsync", path: path, errno: code)
         }
