@@ -58,7 +58,9 @@ public final class URLSessionFetcher: AsyncNetworkFetcher {
             task.resume()
             defer { headDeadline.cancel() }
             let head = try await exchange.head()
-            return ResourceResponse(status: head.status, headers: head.headers, body: .stream(BodyStream(exchange.bodyStream())))
+            // The exchange is the body's reader: a consumer that lets go of the body before its end (WebKit stopped the
+            // scheme task, the driver stopped reading) cancels the transfer, which would otherwise run on, buffered.
+            return ResourceResponse(status: head.status, headers: head.headers, body: .stream(BodyStream(reader: exchange)))
         } onCancel: {
             exchange.fail(CancellationError())
             task.cancel()
@@ -71,7 +73,7 @@ public final class URLSessionFetcher: AsyncNetworkFetcher {
     }
 
     /// One request's state: the head the caller waits for, then the body chunks.
-    final class Exchange: @unchecked Sendable {
+    final class Exchange: BodyReader, @unchecked Sendable {
         struct Head {
             let status: Int
             let headers: HTTPHeaders
@@ -200,15 +202,10 @@ public final class URLSessionFetcher: AsyncNetworkFetcher {
             }
         }
 
-        func bodyStream() -> AsyncThrowingStream<[UInt8], any Error> {
-            AsyncThrowingStream(unfolding: { [self] in
-                try await withTaskCancellationHandler {
-                    try await nextChunk()
-                } onCancel: { [self] in
-                    fail(CancellationError())
-                    task.cancel()
-                }
-            })
+        /// The consumer let go before the end, or its task was cancelled: the transfer stops.
+        func cancel() {
+            fail(CancellationError())
+            task.cancel()
         }
     }
 
