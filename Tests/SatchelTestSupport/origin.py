@@ -6,7 +6,8 @@
   /garbage   answers with bytes that are not HTTP
   /reset     closes the connection at once (RST)
   /big?n=N   N bytes of a repeating pattern, streamed in 64 KiB writes
-  /hang      holds the response open, noting in /events when the client goes away
+  /hang[?seconds=S]  holds the response open for S seconds (10), 10 bytes every 50 ms, noting in /events when the
+             client goes away
   /events    JSON list of every request seen ("seen: METHOD target") and of what happened on /hang
   /cookies   two Set-Cookie fields and a field repeated three times, with Content-Length
   /drip?n=N&seconds=S   the head at once, then N bytes spread evenly over S seconds (Content-Length N)
@@ -103,7 +104,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "1000000")
             self.end_headers()
             events.append("hang: started")
-            for _ in range(200):
+            seconds = float(self.path.split("seconds=")[1]) if "seconds=" in self.path else 10
+            for _ in range(int(seconds * 20)):
                 try:
                     self.wfile.write(b"x" * 10)
                     self.wfile.flush()
