@@ -120,7 +120,6 @@ struct StandIn: ParsableCommand {
     }
 }
 
-
 struct Blocking: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Report calls that block their thread (sleeps, waits, pipe reads to the end) outside a thread of their own.")
