@@ -144,7 +144,7 @@ struct CookieJarTests {
 struct DriverCookieTests {
     let tests = SchemeTaskDriverTests()
 
-    func pageRequest(_ driver: SchemeTaskDriver, path: String = "/", write: String? = nil, proof: Bool = true) async throws -> ResourceRequest {
+    func pageRequest(_ driver: SchemeTaskDriver, path: String = "/", write: String? = nil, proof: Bool = true) throws -> ResourceRequest {
         var headers: HTTPHeaders = [:]
         if let write { headers.add(PageCookies.writeHeader, write.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? write) }
         var request = ResourceRequest(url: "satchel://app.example\(PageCookies.path)?path=" + (path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? path), headers: headers)
@@ -173,17 +173,17 @@ struct DriverCookieTests {
             let jar = AppCookieJar(store: SlowCookieStore(delay: .milliseconds(5)))
             let driver = try tests.driver(folder, queue: queue, cookies: jar)
             try await jar.received(["sid=s; Path=/; HttpOnly", "cart=3; Path=/cart"], for: "satchel://app.example/", request: ResourceRequest(url: "satchel://app.example/"))
-            let written = try await run(driver, queue, try await pageRequest(driver, path: "/cart/view", write: "theme=dark ocean; Path=/"))
+            let written = try await run(driver, queue, try pageRequest(driver, path: "/cart/view", write: "theme=dark ocean; Path=/"))
             #expect(written.head?.status == 200 && written.head?.headers["Cache-Control"] == "no-store")
             #expect(written.body == "cart=3; theme=dark ocean", "no HttpOnly cookie; the /cart cookie for a /cart page")
             #expect(try await jar.cookieHeader(for: "https://app.example/x", request: ResourceRequest(url: "satchel://app.example/x")) == "sid=s; theme=dark ocean")
-            let read = try await run(driver, queue, try await pageRequest(driver, path: "/"))
+            let read = try await run(driver, queue, try pageRequest(driver, path: "/"))
             #expect(read.body == "theme=dark ocean")
-            let refused = try await run(driver, queue, try await pageRequest(driver, write: "sid=forged; Path=/"))
+            let refused = try await run(driver, queue, try pageRequest(driver, write: "sid=forged; Path=/"))
             #expect(refused.head?.headers[PageCookies.refusedHeader] == "a script cannot replace an HttpOnly cookie" && refused.body == "theme=dark ocean")
-            let forged = try await run(driver, queue, try await pageRequest(driver, write: "evil=1", proof: false))
+            let forged = try await run(driver, queue, try pageRequest(driver, write: "evil=1", proof: false))
             #expect(forged.head?.status == 403)
-            let replay = try await pageRequest(driver, write: "again=1")
+            let replay = try pageRequest(driver, write: "again=1")
             #expect(try await run(driver, queue, replay).head?.status == 200)
             #expect(try await run(driver, queue, replay).head?.status == 403, "a proof is good once")
             #expect(try await jar.cookies().map(\.name).sorted() == ["again", "cart", "sid", "theme"])
