@@ -124,7 +124,8 @@ package enum POSIXIO {
         return nil
     }
 
-    /// Fills `buffer` from `offset`, looping over short reads.
+    /// Fills `buffer` from `offset`, looping over short reads (in a debug build, counted by ``ReadMeter`` for the tests
+    /// that measure what a bundle's open reads).
     /// - Returns: the bytes read (fewer than asked only at the end of the file), or the errno as a failure.
     package static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Result<Int, Errno> {
         var done = 0
@@ -137,6 +138,7 @@ package enum POSIXIO {
             if got == 0 { break }
             done += got
         }
+        ReadMeter.note(fd, done)
         return .success(done)
     }
 }
