@@ -56,8 +56,11 @@ public struct BuiltInRefusal: Error, Equatable, Sendable, CustomStringConvertibl
 /// one Ed25519 verification: milliseconds). Hashing every file is done once per bundle: the result is recorded in
 /// `builtins/<id>.json`, keyed by the bundle's identity (path, size, inode, device, modification and change
 /// times, the manifest's SHA-256 and a digest of the zip directory), so later launches start without reading the
-/// files. A bundle replaced or touched in any of those ways is verified again. Only successes are recorded: a
-/// refused bundle is checked again next time (a read error must not become a permanent refusal).
+/// files. A bundle replaced or touched in any of those ways is verified again, except where the system seals it
+/// (decision 0035): there `builtins/<id>.content.json` also records the SHA-256 of the whole archive that the app's
+/// code signature seals, and the same bytes at a new place (an app update: a new path, new inodes and change times)
+/// are trusted by that digest, unread. Only successes are recorded: a refused bundle is checked again next time (a
+/// read error must not become a permanent refusal).
 enum BuiltIns {
     struct Loaded {
         var packages: [PackageID: BuiltInPackage] = [:]
@@ -68,9 +71,10 @@ enum BuiltIns {
     static func load(_ paths: [String], configuration: StoreConfiguration, layout: StoreLayout) throws(StoreError) -> Loaded {
         var loaded = Loaded()
         var candidates: [BuiltInPackage] = []
+        var seal = SealLookup(root: configuration.sealedRoot)
         for file in expand(paths, refusals: &loaded.refusals) {
             do throws(BuiltInRefusal) {
-                candidates.append(try open(file, configuration: configuration, layout: layout))
+                candidates.append(try open(file, configuration: configuration, layout: layout, seal: &seal))
             } catch {
                 loaded.refusals.append(error)
             }
@@ -136,8 +140,10 @@ enum BuiltIns {
     }
 
     /// Opens one bundle: structure, manifest, signature; then every file's hash unless an earlier launch recorded
-    /// that this very bundle passed.
-    static func open(_ path: String, configuration: StoreConfiguration, layout: StoreLayout) throws(BuiltInRefusal) -> BuiltInPackage {
+    /// that this very bundle passed, or, where the system seals it, that these very bytes passed.
+    static func open(
+        _ path: String, configuration: StoreConfiguration, layout: StoreLayout, seal: inout SealLookup
+    ) throws(BuiltInRefusal) -> BuiltInPackage {
         let bundle: InPlaceBundle
         do { bundle = try InPlaceBundle(path: path, trustedKeys: configuration.trustedKeys, limits: configuration.archiveLimits) } catch {
             if case .archive(.io(let operation, _, let code)) = error {
@@ -145,42 +151,92 @@ enum BuiltIns {
             }
             throw BuiltInRefusal(bundle: path, id: nil, version: nil, problem: .invalid(error))
         }
-        let identity: [UInt8]
+        let identity: Identity
         do { identity = try Self.identity(of: bundle) } catch { throw refusal(bundle, .unreadable(operation: "stat", errno: error.code)) }
         let recordPath = layout.builtInRecord(bundle.manifest.id)
-        if let recorded = try? FileSystem.read(recordPath, maxBytes: 1 << 16), recorded == identity {
+        if let recorded = try? FileSystem.read(recordPath, maxBytes: 1 << 16), recorded == identity.record {
+            return BuiltInPackage(bundle: bundle, verifiedNow: false)
+        }
+        // Not the file verified before. Where the system seals it, the same bytes elsewhere are as good: the record
+        // moves to the new place, so the next launch needs no seal.
+        let contentPath = layout.builtInContentRecord(bundle.manifest.id)
+        let content = seal.sha256(of: bundle.path).map { identity.content(sealed: $0) }
+        if let content, let recorded = try? FileSystem.read(contentPath, maxBytes: 1 << 16), recorded == content {
+            record([(identity.record, recordPath)], in: layout)
             return BuiltInPackage(bundle: bundle, verifiedNow: false)
         }
         do { try bundle.verifyFiles() } catch { throw refusal(bundle, .invalid(error)) }
+        record([(identity.record, recordPath)] + (content.map { [($0, contentPath)] } ?? []), in: layout)
+        return BuiltInPackage(bundle: bundle, verifiedNow: true)
+    }
+
+    /// Writes verification records. Not being able to costs a verification at the next launch, nothing else: the
+    /// bundle is valid.
+    private static func record(_ records: [(bytes: [UInt8], path: String)], in layout: StoreLayout) {
         do {
             try FileSystem.makeDirectory(layout.builtIns)
-            try FileSystem.writeAtomically(identity, to: recordPath) { FaultInjection.checkpoint("record") }
-        } catch {
-            // Not being able to record costs a verification at the next launch, nothing else; the bundle is valid.
-        }
-        return BuiltInPackage(bundle: bundle, verifiedNow: true)
+            for (bytes, path) in records {
+                try FileSystem.writeAtomically(bytes, to: path) { FaultInjection.checkpoint("record") }
+            }
+        } catch {}
     }
 
     struct StatFailure: Error { let code: Int32 }
 
-    /// The record of a verified bundle: canonical JSON of everything that changes when the bundle does.
-    static func identity(of bundle: InPlaceBundle) throws(StatFailure) -> [UInt8] {
+    /// What the records of a verified bundle hold: canonical JSON of everything that changes when the bundle does.
+    struct Identity {
+        /// `builtins/<id>.json`: the file (where it is, which inode, when it changed) and its content's digests.
+        let record: [UInt8]
+        /// The fields that do not depend on where the file lies.
+        let contentFields: [String: CanonicalJSON]
+
+        /// `builtins/<id>.content.json`: the content's digests and the whole archive's SHA-256 as the system seals it.
+        func content(sealed sha256: String) -> [UInt8] {
+            var fields = contentFields
+            fields["sealed"] = .string(sha256)
+            return CanonicalJSON.object(fields).bytes
+        }
+    }
+
+    static func identity(of bundle: InPlaceBundle) throws(StatFailure) -> Identity {
         var info = stat()
         guard stat(bundle.path, &info) == 0 else { throw StatFailure(code: errno) }
-        let modified = FileTimes.modified(info)
-        let changed = FileTimes.changed(info)
-        return CanonicalJSON.object([
-            "bundle": .string(bundle.path),
-            "changed": .integer(changed),
-            "device": .integer(Int64(truncatingIfNeeded: info.st_dev)),
+        let content: [String: CanonicalJSON] = [
             "directory": .string(bundle.directoryDigest),
             "id": .string(bundle.manifest.id.value),
-            "inode": .integer(Int64(truncatingIfNeeded: info.st_ino)),
             "manifest": .string(Digests.sha256Hex(bundle.manifestBytes)),
-            "modified": .integer(modified),
             "size": .integer(Int64(info.st_size)),
             "verified": .string("every file"),
             "version": .string(bundle.manifest.version.description),
-        ]).bytes
+        ]
+        let file: [String: CanonicalJSON] = [
+            "bundle": .string(bundle.path),
+            "changed": .integer(FileTimes.changed(info)),
+            "device": .integer(Int64(truncatingIfNeeded: info.st_dev)),
+            "inode": .integer(Int64(truncatingIfNeeded: info.st_ino)),
+            "modified": .integer(FileTimes.modified(info)),
+        ]
+        return Identity(record: CanonicalJSON.object(content.merging(file) { $1 }).bytes, contentFields: content)
     }
+}
+
+/// The app's resource seal, read at the first built-in that needs it and at most once per open of the store (an
+/// open that trusts every built-in's record, a launch without an app update, never reads it).
+struct SealLookup {
+    let root: String?
+    private var seal: ResourceSeal??
+
+    init(root: String?) { self.root = root }
+
+    /// The SHA-256 the system seals the file at `path` with; nil where nothing seals it.
+    mutating func sha256(of path: String) -> String? {
+        guard let root else { return nil }
+        if seal == nil { seal = .some(ResourceSeal(bundle: root)) }
+        return seal??.sha256(of: path)
+    }
+}
+
+extension StoreLayout {
+    /// The record that a built-in's sealed bytes were verified, wherever they lie (decision 0035).
+    func builtInContentRecord(_ id: PackageID) -> String { builtIns + "/" + id.value + ".content.json" }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SatchelArchive
 import SatchelBundle
 import SatchelCore
+import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -28,6 +29,11 @@ public struct StoreConfiguration: Sendable {
     /// Trust documents the app ships (their bytes, as published), walked from ``trustAnchor`` before those the device
     /// kept: a device that ships today's trust version fetches none of the versions before it.
     public var trustDocuments: [[UInt8]]
+    /// The folder whose files the system seals (``ResourceSeal/enforcedRoot``: the app bundle on an iOS device, nil
+    /// elsewhere): a built-in inside it whose sealed bytes were verified before is not hashed again at a new place,
+    /// after an app update (decision 0035). Not public: declaring a folder sealed is the platform's word, never the
+    /// app's; tests seal a folder of their own.
+    var sealedRoot: String? = ResourceSeal.enforcedRoot
 
     public init(
         trustedKeys: [VerifyingKey] = [], maxTrialLaunches: Int = 3, archiveLimits: ArchiveLimits = .default, builtIns: [String] = [],
