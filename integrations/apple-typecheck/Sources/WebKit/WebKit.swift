@@ -1,7 +1,9 @@
 // A stand-in for Apple's WebKit framework, for type-checking Satchel's Apple adapter on Linux: only the declarations
-// the adapter uses, with the signatures and actor isolation of Apple's documentation (iOS 17 / macOS 14 SDKs, where
-// WebKit's classes and protocols are `@MainActor`). Nothing here runs; every body is a placeholder. Objective-C
-// `optional` protocol requirements are modelled as requirements with default implementations.
+// the adapter uses, with the signatures, actor isolation, settability, availability and deprecations of WebKit's
+// headers (webkit-facts.json, checked by `source-check standin`). Nothing here runs; every body is a placeholder.
+// Objective-C `optional` protocol requirements are modelled as requirements with default implementations. A member
+// states `@available` only where it differs from its type's; on Linux these attributes change nothing, the check
+// compares them.
 //
 // Foundation on Linux lacks a few Apple-only parts the adapter touches (HTTPCookie's SameSite policy); they are
 // declared at the end, as Apple documents them.
@@ -13,13 +15,14 @@
 // MARK: Web views
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKWebView: UIView {
-    public init(frame: CGRect, configuration: WKWebViewConfiguration) {
-        self.configuration = configuration
-    }
+    public init(frame: CGRect, configuration: WKWebViewConfiguration) {}
 
-    open var configuration: WKWebViewConfiguration
+    /// `readonly, copy`: a copy of the configuration the view was made with; changing it changes nothing.
+    open var configuration: WKWebViewConfiguration { WKWebViewConfiguration() }
     /// WKWebView.h: `+ (BOOL)handlesURLScheme:(NSString *)urlScheme` (macOS 10.13, iOS 11.0).
+    @available(macOS 10.13, iOS 11.0, *)
     open class func handlesURLScheme(_ urlScheme: String) -> Bool { false }
     open weak var navigationDelegate: (any WKNavigationDelegate)?
     open weak var uiDelegate: (any WKUIDelegate)?
@@ -31,6 +34,7 @@ open class WKWebView: UIView {
     @discardableResult
     open func goBack() -> WKNavigation? { nil }
 
+    @available(macOS 10.13, iOS 11.0, *)
     open func takeSnapshot(with snapshotConfiguration: WKSnapshotConfiguration?, completionHandler: @escaping @MainActor @Sendable (UIImage?, (any Error)?) -> Void) {}
 
     @discardableResult
@@ -48,6 +52,7 @@ open class WKWebView: UIView {
     }
 }
 
+@available(macOS 10.12, iOS 10.0, *)
 public struct WKAudiovisualMediaTypes: OptionSet, Sendable {
     public let rawValue: UInt
     public init(rawValue: UInt) { self.rawValue = rawValue }
@@ -57,49 +62,67 @@ public struct WKAudiovisualMediaTypes: OptionSet, Sendable {
 }
 
 @MainActor
+@available(macOS 10.13, iOS 11.0, *)
 open class WKSnapshotConfiguration: NSObject {}
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKBackForwardList: NSObject {
     open var backList: [WKBackForwardListItem] { [] }
 }
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKBackForwardListItem: NSObject {}
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKWebViewConfiguration: NSObject {
     override public init() {}
+    @available(macOS, introduced: 10.10, deprecated: 12.0, message: "Creating and using multiple instances of WKProcessPool no longer has any effect.")
+    @available(iOS, introduced: 8.0, deprecated: 15.0, message: "Creating and using multiple instances of WKProcessPool no longer has any effect.")
     open var processPool = WKProcessPool()
+    @available(macOS 10.11, iOS 9.0, *)
     open var websiteDataStore = WKWebsiteDataStore.default()
     open var userContentController = WKUserContentController()
+    @available(macOS 10.11, iOS 9.0, *)
     open var applicationNameForUserAgent: String?
+    @available(macOS 10.12, iOS 10.0, *)
     open var mediaTypesRequiringUserActionForPlayback: WKAudiovisualMediaTypes = .all
+    /// iOS only (`#if TARGET_OS_IPHONE` in the header).
+    @available(macOS, unavailable)
     open var allowsInlineMediaPlayback: Bool = false
+    @available(macOS 10.13, iOS 11.0, *)
     open func setURLSchemeHandler(_ urlSchemeHandler: (any WKURLSchemeHandler)?, forURLScheme urlScheme: String) {}
 }
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKProcessPool: NSObject {
     override public init() {}
 }
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKNavigation: NSObject {}
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKFrameInfo: NSObject {
     open var isMainFrame: Bool { true }
+    @available(macOS 10.11, iOS 9.0, *)
     open var securityOrigin: WKSecurityOrigin { WKSecurityOrigin() }
 }
 
 @MainActor
+@available(macOS 10.11, iOS 9.0, *)
 open class WKSecurityOrigin: NSObject {
     open var `protocol`: String { "" }
     open var host: String { "" }
     open var port: Int { 0 }
 }
 
+@available(macOS 10.10, iOS 8.0, *)
 public enum WKNavigationResponsePolicy: Int, Sendable {
     case cancel
     case allow
@@ -107,6 +130,7 @@ public enum WKNavigationResponsePolicy: Int, Sendable {
 }
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKNavigationResponse: NSObject {
     open var isForMainFrame: Bool { true }
     open var response: URLResponse { URLResponse(url: URL(fileURLWithPath: "/"), mimeType: nil, expectedContentLength: 0, textEncodingName: nil) }
@@ -117,6 +141,7 @@ public protocol WKNavigationDelegate: NSObjectProtocol {
     func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!)
     func webView(_ webView: WKWebView, didCommit navigation: WKNavigation!)
     func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!)
+    @available(macOS 10.11, iOS 9.0, *)
     func webViewWebContentProcessDidTerminate(_ webView: WKWebView)
     func webView(
         _ webView: WKWebView, decidePolicyFor navigationResponse: WKNavigationResponse,
@@ -165,12 +190,14 @@ extension WKUIDelegate {
 // MARK: Custom schemes
 
 @MainActor
+@available(macOS 10.13, iOS 11.0, *)
 public protocol WKURLSchemeHandler: NSObjectProtocol {
     func webView(_ webView: WKWebView, start urlSchemeTask: any WKURLSchemeTask)
     func webView(_ webView: WKWebView, stop urlSchemeTask: any WKURLSchemeTask)
 }
 
 // Not main-actor: WKURLSchemeTask.h carries no WK_SWIFT_UI_ACTOR (webkit-facts.json).
+@available(macOS 10.13, iOS 11.0, *)
 public protocol WKURLSchemeTask: NSObjectProtocol {
     var request: URLRequest { get }
     func didReceive(_ response: URLResponse)
@@ -182,30 +209,37 @@ public protocol WKURLSchemeTask: NSObjectProtocol {
 // MARK: Scripts and messages
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKUserContentController: NSObject {
     override public init() {}
     open func addUserScript(_ userScript: WKUserScript) {}
+    @available(macOS 11.0, iOS 14.0, *)
     open func addScriptMessageHandler(_ scriptMessageHandlerWithReply: any WKScriptMessageHandlerWithReply, contentWorld world: WKContentWorld, name: String) {}
+    @available(macOS 11.0, iOS 14.0, *)
     open func add(_ scriptMessageHandler: any WKScriptMessageHandler, contentWorld world: WKContentWorld, name: String) {}
 }
 
+@available(macOS 10.10, iOS 8.0, *)
 public enum WKUserScriptInjectionTime: Int, Sendable {
     case atDocumentStart
     case atDocumentEnd
 }
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKUserScript: NSObject {
     public init(source: String, injectionTime: WKUserScriptInjectionTime, forMainFrameOnly: Bool) {}
 }
 
 @MainActor
+@available(macOS 11.0, iOS 14.0, *)
 open class WKContentWorld: NSObject {
     open class var page: WKContentWorld { WKContentWorld() }
     open class var defaultClient: WKContentWorld { WKContentWorld() }
 }
 
 @MainActor
+@available(macOS 10.10, iOS 8.0, *)
 open class WKScriptMessage: NSObject {
     open var body: Any { 0 }
     open var name: String { "" }
@@ -220,6 +254,7 @@ public protocol WKScriptMessageHandler: NSObjectProtocol {
 
 @MainActor
 public protocol WKScriptMessageHandlerWithReply: NSObjectProtocol {
+    @available(macOS 11.0, iOS 14.0, *)
     func userContentController(
         _ userContentController: WKUserContentController, didReceive message: WKScriptMessage,
         replyHandler: @escaping @MainActor @Sendable (Any?, String?) -> Void)
@@ -228,13 +263,16 @@ public protocol WKScriptMessageHandlerWithReply: NSObjectProtocol {
 // MARK: Website data and cookies
 
 @MainActor
+@available(macOS 10.11, iOS 9.0, *)
 open class WKWebsiteDataStore: NSObject {
     open class func `default`() -> WKWebsiteDataStore { WKWebsiteDataStore() }
     open class func nonPersistent() -> WKWebsiteDataStore { WKWebsiteDataStore() }
+    @available(macOS 10.13, iOS 11.0, *)
     open var httpCookieStore: WKHTTPCookieStore { WKHTTPCookieStore() }
 }
 
 @MainActor
+@available(macOS 10.13, iOS 11.0, *)
 open class WKHTTPCookieStore: NSObject {
     open func getAllCookies(_ completionHandler: @escaping @MainActor @Sendable ([HTTPCookie]) -> Void) {}
     open func setCookie(_ cookie: HTTPCookie, completionHandler: (@MainActor @Sendable () -> Void)? = nil) {}
@@ -243,17 +281,22 @@ open class WKHTTPCookieStore: NSObject {
 
 // MARK: Foundation's Apple-only parts
 
+@available(macOS 10.0, iOS 2.0, *)
 public struct HTTPCookieStringPolicy: RawRepresentable, Hashable, Sendable {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
+    @available(macOS 10.15, iOS 13.0, *)
     public static let sameSiteLax = HTTPCookieStringPolicy(rawValue: "lax")
+    @available(macOS 10.15, iOS 13.0, *)
     public static let sameSiteStrict = HTTPCookieStringPolicy(rawValue: "strict")
 }
 
 extension HTTPCookiePropertyKey {
+    @available(macOS 10.15, iOS 13.0, *)
     public static let sameSitePolicy = HTTPCookiePropertyKey("SameSite")
 }
 
 extension HTTPCookie {
+    @available(macOS 10.15, iOS 13.0, *)
     public var sameSitePolicy: HTTPCookieStringPolicy? { nil }
 }

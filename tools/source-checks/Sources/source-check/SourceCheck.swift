@@ -98,25 +98,38 @@ struct Privacy: ParsableCommand {
 struct StandIn: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "standin",
-        abstract: "Compare the Apple type-check's WebKit stand-in with the facts read from WebKit's headers.")
+        abstract: "Compare the Apple type-check's stand-ins with the facts read from WebKit's headers (and Apple's documentation).",
+        discussion: """
+            Every declaration must be a fact of the table or an overlay, and agree with it on main-actor isolation, class \
+            members, optionality, settability, @optional requirements, availability and deprecation with versions. An \
+            uncertain fact fails unless an override in the table says why. The stand-ins the table lists as unverified \
+            (frameworks with no open headers, such as UIKit) are read too, and their declarations reported as unverified.
+            """)
 
-    @Argument(help: "The stand-in's directory (or .swift files).")
+    @Argument(help: "The WebKit stand-in's directory (or .swift files).")
     var standIn: String
 
     @Argument(help: "The facts table (integrations/apple-typecheck/webkit-facts.json).")
     var facts: String
 
     func run() throws {
-        let files = try load([standIn])
-        let table: (facts: [StandInCheck.Fact], overlays: Set<String>)
-        do { table = try StandInCheck.facts(from: try Data(contentsOf: URL(fileURLWithPath: facts))) } catch {
+        let table: StandInCheck.Table
+        do { table = try StandInCheck.table(from: try Data(contentsOf: URL(fileURLWithPath: facts)), named: facts) } catch {
             try reportProblems(["source-check: \(facts): \(error)"])
             return
         }
-        let report = StandInCheck.compare(StandInCheck.declarations(in: files), facts: table.facts, overlays: table.overlays)
+        // The unverified stand-ins' paths are relative to the table, which lives beside them.
+        let tableDirectory = NSString(string: facts).deletingLastPathComponent
+        let unverified = table.unverifiedStandIns.map { NSString(string: tableDirectory).appendingPathComponent($0.path) }
+        let report = StandInCheck.compare(StandInCheck.declarations(in: try load([standIn] + unverified)), table: table)
         for mismatch in report.mismatches { print(mismatch) }
+        for line in report.unverified { print(line) }
         guard report.mismatches.isEmpty else { throw ExitCode.failure }
-        print("stand-in: \(report.checked) declarations agree with \(table.facts.count) facts (\(table.overlays.count) overlays)")
+        let frameworks = table.unverifiedStandIns.map(\.framework).joined(separator: ", ")
+        print(
+            "stand-in: \(report.checked) declarations agree with \(table.headers.count) WebKit headers (each at the commit the table names; "
+                + "\(report.overridden) on uncertain facts an override accepts, \(table.overlays.count) overlays); "
+                + "\(report.unverified.count) unverified, compared with Apple's documentation only (no open headers: \(frameworks)'s stand-in and the facts so marked)")
     }
 }
 
