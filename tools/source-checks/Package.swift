@@ -13,9 +13,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
+        // libIndexStore's C interface as function-pointer types (the library is opened at run time).
+        .target(name: "CIndexStore"),
         .target(
             name: "SourceChecks",
             dependencies: [
+                "CIndexStore",
                 .product(name: "SwiftSyntax", package: "swift-syntax"),
                 .product(name: "SwiftParser", package: "swift-syntax"),
                 .product(name: "SwiftIfConfig", package: "swift-syntax"),

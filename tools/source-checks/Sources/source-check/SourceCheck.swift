@@ -7,7 +7,7 @@ struct SourceCheck: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "source-check",
         abstract: "Scan Swift sources for what an Apple build would compile, without a Mac.",
-        subcommands: [Platform.self, Privacy.self, StandIn.self, Blocking.self])
+        subcommands: [Platform.self, Privacy.self, StandIn.self, Blocking.self, Availability.self])
 }
 
 /// `-D` conditions, as the compiler takes them: none by default (a release build).
@@ -56,6 +56,8 @@ struct Platform: ParsableCommand {
         try reportProblems(report.problems)
         guard report.findings.isEmpty else { throw ExitCode.failure }
         print(report.summary)
+        // What the availability check cannot see (it reads what the Linux builds compiled), for a reader to check.
+        for branch in DarwinOnlyBranches.list(files) { print(branch.description) }
     }
 }
 

@@ -1,0 +1,132 @@
+import Foundation
+import SwiftIfConfig
+import SwiftParser
+import SwiftSyntax
+
+/// A use of an API newer than the deployment target, with no `#available` or `@available` around it: Xcode
+/// refuses to compile it ("is only available in iOS 18.0 or newer"), though Linux compiles it happily.
+public struct AvailabilityFinding: Equatable, Sendable, CustomStringConvertible {
+    public let path: String
+    public let line: Int
+    public let column: Int
+    public let symbol: String
+    public let module: String
+    /// Per platform whose floor is too low: what the symbol needs, and what the code may assume there.
+    public let shortfalls: [Shortfall]
+
+    public struct Shortfall: Equatable, Sendable {
+        public let platform: ApplePlatform
+        public let requirement: AppleAvailability.Requirement
+        public let assumed: PlatformVersion
+    }
+
+    public var description: String {
+        let needs = shortfalls.map { shortfall in
+            switch shortfall.requirement {
+            case .introduced(let version): "\(shortfall.platform) \(version) (code here may assume \(shortfall.platform) \(shortfall.assumed))"
+            case .unavailable: "\(shortfall.platform), where it is unavailable"
+            }
+        }
+        return "\(path):\(line):\(column): \(symbol) (\(module)) needs \(needs.joined(separator: " and ")); "
+            + "guard it with if #available or mark the declaration @available"
+    }
+}
+
+public struct AvailabilityReport: Sendable {
+    public var findings: [AvailabilityFinding] = []
+    /// References checked, and how many resolved to a symbol with Apple availability.
+    public var referenceCount = 0
+    public var checkedCount = 0
+    /// References to swift-corelibs-foundation's own symbols (FileManager, ProcessInfo, URLSession...): it carries
+    /// no Apple availability, so these are not checked. Symbol names, with how often each is used.
+    public var unseenFoundation: [String: Int] = [:]
+    /// References in code that no Apple configuration compiles (`#if canImport(Glibc)` branches).
+    public var linuxOnlyCount = 0
+    /// Files the index named that could not be read or parsed.
+    public var problems: [String] = []
+
+    public var summary: String {
+        "\(referenceCount) references in the device modules, \(checkedCount) to symbols with Apple availability, "
+            + "none newer than the deployment target without a guard"
+    }
+}
+
+/// The availability check: every symbol a module references (resolved by the compiler, from its index store) whose
+/// Apple availability is newer than the package's deployment target, outside `#available` and `@available`.
+public enum AvailabilityCheck {
+    public static func run(
+        references: [SymbolReference], table: AvailabilityTable, targets: DeploymentTargets,
+        displayPath: (String) -> String = { $0 }
+    ) -> AvailabilityReport {
+        var report = AvailabilityReport()
+        var trees: [String: ParsedFile?] = [:]
+        var seen = Set<String>()
+        for reference in references {
+            // The same file compiled by two builds (the Linux build, the Apple type-check) is one use.
+            guard seen.insert("\(reference.path):\(reference.line):\(reference.column):\(reference.usr)").inserted else { continue }
+            report.referenceCount += 1
+            guard let availability = table.symbols[reference.usr] else {
+                if reference.usr.hasPrefix("s:10Foundation") || reference.usr.hasPrefix("s:e:s:10Foundation") {
+                    report.unseenFoundation[reference.name, default: 0] += 1
+                }
+                continue
+            }
+            report.checkedCount += 1
+            var needed: [(ApplePlatform, AppleAvailability.Requirement, PlatformVersion)] = []
+            for platform in ApplePlatform.allCases {
+                guard let floor = targets.floors[platform], let requirement = availability.requirements[platform] else { continue }
+                switch requirement {
+                case .introduced(let version) where version > floor: needed.append((platform, requirement, floor))
+                case .unavailable: needed.append((platform, requirement, floor))
+                default: continue
+                }
+            }
+            guard !needed.isEmpty else { continue }
+            if trees[reference.path] == nil {
+                trees[reference.path] = ParsedFile(path: reference.path)
+            }
+            guard let file = trees[reference.path]! else {
+                report.problems.append("\(reference.path): named by the index store but cannot be read")
+                continue
+            }
+            let position = file.converter.position(ofLine: reference.line, column: reference.column)
+            guard file.isCompiledForApple(at: position) else {
+                report.linuxOnlyCount += 1
+                continue
+            }
+            let guaranteed = AvailabilityScope.guaranteed(at: position, in: file.tree)
+            let shortfalls = needed.compactMap { platform, requirement, floor -> AvailabilityFinding.Shortfall? in
+                let assumed = max(floor, guaranteed[platform] ?? floor)
+                if case .introduced(let version) = requirement, version <= assumed { return nil }
+                return .init(platform: platform, requirement: requirement, assumed: assumed)
+            }
+            guard !shortfalls.isEmpty else { continue }
+            report.findings.append(AvailabilityFinding(
+                path: displayPath(reference.path), line: reference.line, column: reference.column,
+                symbol: availability.name, module: availability.module, shortfalls: shortfalls))
+        }
+        return report
+    }
+}
+
+/// A source file the index named, parsed once, with the regions each Apple configuration compiles.
+private struct ParsedFile {
+    let tree: SourceFileSyntax
+    let converter: SourceLocationConverter
+    let appleRegions: [ConfiguredRegions]
+
+    init?(path: String) {
+        guard let source = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        let tree = Parser.parse(source: source)
+        self.tree = tree
+        converter = SourceLocationConverter(fileName: path, tree: tree)
+        appleRegions = AppleBuildConfiguration.all.map { tree.configuredRegions(in: $0) }
+    }
+
+    /// True when some Apple configuration compiles the code at `position`: a use inside `#if canImport(Glibc)`
+    /// never reaches Xcode.
+    func isCompiledForApple(at position: AbsolutePosition) -> Bool {
+        guard let token = tree.token(at: position) else { return true }
+        return appleRegions.contains { $0.compiles(Syntax(token)) }
+    }
+}
