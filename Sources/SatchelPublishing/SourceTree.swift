@@ -60,7 +60,7 @@ public enum SourceTree {
         let rootPath = String(cString: realRoot)
         free(realRoot)
         var walker = Walker(rootRealPath: rootPath, excludes: excludes)
-        walker.visited.insert(FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+        walker.visited.insert(FolderID(info))
         try walker.walk(folder: rootPath, relative: "")
         guard !walker.files.isEmpty else { throw .sourceEmpty(root) }
         return walker.files.sorted { $0.path < $1.path }
@@ -69,6 +69,13 @@ public enum SourceTree {
     private struct FolderID: Hashable {
         let device: UInt64
         let inode: UInt64
+
+        /// Darwin's `dev_t` is a signed 32-bit integer and may be negative, where `UInt64(_:)` would trap: the bits
+        /// are the identity, so they are kept as they are.
+        init(_ info: stat) {
+            device = UInt64(truncatingIfNeeded: info.st_dev)
+            inode = UInt64(truncatingIfNeeded: info.st_ino)
+        }
     }
 
     private struct Walker {
@@ -113,7 +120,7 @@ public enum SourceTree {
                 case S_IFDIR:
                     if excludes.excludes(relativePath: relativePath, isFolder: true) { continue }
                     // A symlink back up the tree would loop forever; each real folder is walked once.
-                    guard visited.insert(FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))).inserted else {
+                    guard visited.insert(FolderID(info)).inserted else {
                         throw .symlinkLoop(path: relativePath)
                     }
                     try walk(folder: location, relative: relativePath)
