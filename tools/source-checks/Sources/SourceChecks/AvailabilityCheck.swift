@@ -40,6 +40,9 @@ public struct AvailabilityReport: Sendable {
     /// References to swift-corelibs-foundation's own symbols (FileManager, ProcessInfo, URLSession...): it carries
     /// no Apple availability, so these are not checked. Symbol names, with how often each is used.
     public var unseenFoundation: [String: Int] = [:]
+    /// Uses of a declaration too new for their site where the compiler has an older one to call instead (a protocol
+    /// requirement's default implementation; `next()` for the `next(isolation:)` that `for await` calls).
+    public var olderOverloadCount = 0
     /// References in code that no Apple configuration compiles (`#if canImport(Glibc)` branches).
     public var linuxOnlyCount = 0
     /// Files the index named that could not be read or parsed.
@@ -72,16 +75,8 @@ public enum AvailabilityCheck {
                 continue
             }
             report.checkedCount += 1
-            var needed: [(ApplePlatform, AppleAvailability.Requirement, PlatformVersion)] = []
-            for platform in ApplePlatform.allCases {
-                guard let floor = targets.floors[platform], let requirement = availability.requirements[platform] else { continue }
-                switch requirement {
-                case .introduced(let version) where version > floor: needed.append((platform, requirement, floor))
-                case .unavailable: needed.append((platform, requirement, floor))
-                default: continue
-                }
-            }
-            guard !needed.isEmpty else { continue }
+            let floors = targets.floors
+            guard !shortfalls(availability.requirements, floors: floors, guaranteed: [:]).isEmpty else { continue }
             if trees[reference.path] == nil {
                 trees[reference.path] = ParsedFile(path: reference.path)
             }
@@ -95,17 +90,36 @@ public enum AvailabilityCheck {
                 continue
             }
             let guaranteed = AvailabilityScope.guaranteed(at: position, in: file.tree)
-            let shortfalls = needed.compactMap { platform, requirement, floor -> AvailabilityFinding.Shortfall? in
-                let assumed = max(floor, guaranteed[platform] ?? floor)
-                if case .introduced(let version) = requirement, version <= assumed { return nil }
-                return .init(platform: platform, requirement: requirement, assumed: assumed)
-            }
+            let shortfalls = shortfalls(availability.requirements, floors: floors, guaranteed: guaranteed)
             guard !shortfalls.isEmpty else { continue }
+            // The compiler ranks a declaration too new for the use site below one that is not, so where such an
+            // alternative exists (a requirement's default implementation, or for a call it makes itself, an overload)
+            // Xcode compiles the use against that one.
+            let fallback = table.alternatives(to: reference.usr, implicit: reference.isImplicit).first { alternative in
+                table.requirements(of: alternative).map { self.shortfalls($0, floors: floors, guaranteed: guaranteed).isEmpty } ?? false
+            }
+            if fallback != nil {
+                report.olderOverloadCount += 1
+                continue
+            }
             report.findings.append(AvailabilityFinding(
                 path: displayPath(reference.path), line: reference.line, column: reference.column,
                 symbol: availability.name, module: availability.module, shortfalls: shortfalls))
         }
         return report
+    }
+
+    /// The platforms where `requirements` ask for more than the floor and the guards around the use give.
+    static func shortfalls(
+        _ requirements: [ApplePlatform: AppleAvailability.Requirement], floors: [ApplePlatform: PlatformVersion],
+        guaranteed: [ApplePlatform: PlatformVersion]
+    ) -> [AvailabilityFinding.Shortfall] {
+        ApplePlatform.allCases.compactMap { platform in
+            guard let floor = floors[platform], let requirement = requirements[platform] else { return nil }
+            let assumed = max(floor, guaranteed[platform] ?? floor)
+            if case .introduced(let version) = requirement, version <= assumed { return nil }
+            return .init(platform: platform, requirement: requirement, assumed: assumed)
+        }
     }
 }
 

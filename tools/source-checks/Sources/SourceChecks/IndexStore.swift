@@ -19,6 +19,18 @@ public struct SymbolReference: Hashable, Sendable {
     public let column: Int
     public let usr: String
     public let name: String
+    /// Made by the compiler, not written: `for await` calls the iterator's `next`.
+    public let isImplicit: Bool
+
+    public init(path: String, module: String, line: Int, column: Int, usr: String, name: String, isImplicit: Bool = false) {
+        self.path = path
+        self.module = module
+        self.line = line
+        self.column = column
+        self.usr = usr
+        self.name = name
+        self.isImplicit = isImplicit
+    }
 }
 
 public struct IndexStoreError: Error, CustomStringConvertible {
@@ -147,7 +159,8 @@ public final class IndexStore {
             guard line > 0, let symbol = library.occurrenceSymbol(occurrence) else { return true }
             occurrences.found.append(SymbolReference(
                 path: occurrences.path, module: occurrences.module, line: Int(line), column: Int(column),
-                usr: library.string(library.symbolUSR(symbol)), name: library.string(library.symbolName(symbol))))
+                usr: library.string(library.symbolUSR(symbol)), name: library.string(library.symbolName(symbol)),
+                isImplicit: roles & SymbolRole.implicit != 0))
             return true
         }
         return occurrences.found
@@ -159,6 +172,7 @@ enum SymbolRole {
     static let declaration: UInt64 = 1 << 0
     static let definition: UInt64 = 1 << 1
     static let reference: UInt64 = 1 << 2
+    static let implicit: UInt64 = 1 << 8
 }
 
 /// libIndexStore's functions, looked up by name in the toolchain's library.

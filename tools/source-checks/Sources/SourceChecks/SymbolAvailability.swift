@@ -63,6 +63,12 @@ public struct AppleAvailability: Equatable, Sendable {
     public var name: String
     /// The symbol graph's module: `Swift`, `Synchronization`, `FoundationEssentials`.
     public var module: String
+
+    public init(requirements: [ApplePlatform: Requirement] = [:], name: String, module: String) {
+        self.requirements = requirements
+        self.name = name
+        self.module = module
+    }
 }
 
 /// Apple availability of every public symbol of the modules whose symbol graphs (`swift-symbolgraph-extract`
@@ -70,6 +76,16 @@ public struct AppleAvailability: Equatable, Sendable {
 /// index store records).
 public struct AvailabilityTable: Sendable {
     public private(set) var symbols: [String: AppleAvailability] = [:]
+    /// For a protocol requirement, its default implementations (`defaultImplementationOf`): where the requirement is
+    /// newer than the code's floor, the compiler ranks it below an implementation the floor allows and calls that.
+    public private(set) var defaultImplementations: [String: [String]] = [:]
+    /// Members by their type (or protocol) and base name (`next` for `next()` and `next(isolation:)`): the overloads
+    /// the compiler chooses among when it makes a call itself (`for await` calls `next(isolation:)` where the floor
+    /// allows, else `next()`).
+    public private(set) var overloads: [String: [String]] = [:]
+    private var baseNames: [String: String] = [:]
+    /// Every symbol the graphs list, with Apple availability or without.
+    private var known = Set<String>()
     /// Modules whose graphs were loaded, with how many of their symbols carry Apple availability.
     public private(set) var modules: [String: (symbols: Int, withAvailability: Int)] = [:]
 
@@ -99,8 +115,26 @@ public struct AvailabilityTable: Sendable {
         // `Foundation@Swift.symbols.json` extends Swift's types from Foundation: its symbols belong to Foundation.
         let module = file.hasSuffix(".symbols.json") ? String(file.dropLast(".symbols.json".count).split(separator: "@")[0]) : graph.module.name
         var parents: [String: String] = [:]
-        for relationship in graph.relationships ?? [] where relationship.kind == "memberOf" {
-            parents[relationship.source] = relationship.target
+        var implemented: [String: String] = [:]
+        for relationship in graph.relationships ?? [] {
+            switch relationship.kind {
+            case "memberOf", "requirementOf", "optionalRequirementOf": parents[relationship.source] = relationship.target
+            case "defaultImplementationOf":
+                defaultImplementations[relationship.target, default: []].append(relationship.source)
+                implemented[relationship.source] = relationship.target
+            default: continue
+            }
+        }
+        // A default implementation (a member of a protocol extension) belongs with the requirement it implements.
+        for (implementation, requirement) in implemented where parents[implementation] == nil {
+            if let parent = parents[requirement] { parents[implementation] = parent }
+        }
+        for symbol in graph.symbols {
+            known.insert(symbol.identifier.precise)
+            guard let parent = parents[symbol.identifier.precise], let last = symbol.pathComponents.last else { continue }
+            let base = String(last.prefix { $0 != "(" })
+            overloads["\(parent) \(base)", default: []].append(symbol.identifier.precise)
+            baseNames[symbol.identifier.precise] = "\(parent) \(base)"
         }
         var own: [String: AppleAvailability] = [:]
         for symbol in graph.symbols {
@@ -139,6 +173,22 @@ public struct AvailabilityTable: Sendable {
 
     /// Records availability for a symbol directly (tests, and tables other than symbol graphs).
     public mutating func set(_ usr: String, _ availability: AppleAvailability) { symbols[usr] = availability }
+
+    /// The other declarations the compiler may pick instead of `usr` where `usr` is too new: its default
+    /// implementations always; for a call the compiler made itself (`implicit`), also its overloads of the same base
+    /// name in the same type.
+    func alternatives(to usr: String, implicit: Bool) -> [String] {
+        var found = defaultImplementations[usr] ?? []
+        if implicit, let key = baseNames[usr] { found += (overloads[key] ?? []).filter { $0 != usr } }
+        return found
+    }
+
+    /// What `usr` needs, with no entry for a symbol the graphs list without Apple availability (`[:]`), and nil for
+    /// one they do not list at all.
+    func requirements(of usr: String) -> [ApplePlatform: AppleAvailability.Requirement]? {
+        if let availability = symbols[usr] { return availability.requirements }
+        return known.contains(usr) ? [:] : nil
+    }
 }
 
 /// The parts of a symbol graph file the check reads; everything else in it is skipped.

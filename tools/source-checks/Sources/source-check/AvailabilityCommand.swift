@@ -64,6 +64,11 @@ struct Availability: ParsableCommand {
         }
         print("not checked: Darwin-only branches (#if canImport(Darwin), os(iOS)), which neither build compiles; "
             + "source-check platform lists each with the APIs it calls")
+        if report.olderOverloadCount > 0 {
+            print("resolved to an older declaration on Apple: \(report.olderOverloadCount) use(s) of a declaration newer than "
+                + "the floor that has an older one the compiler ranks first (a requirement's default implementation; "
+                + "next() for the next(isolation:) of for await)")
+        }
         if report.linuxOnlyCount > 0 {
             print("skipped: \(report.linuxOnlyCount) reference(s) in code no Apple configuration compiles")
         }

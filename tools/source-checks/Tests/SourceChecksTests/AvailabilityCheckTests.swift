@@ -134,6 +134,9 @@ private let plantedFiles: [String: String] = [
         #if canImport(Glibc)
         public func linuxOnly(_ bytes: [UInt8]) -> String? { String(validating: bytes, as: UTF8.self) }
         #endif
+        /// `&*` became a FixedWidthInteger requirement in iOS 18; its default implementation is as old as Swift, and
+        /// the compiler calls that one below iOS 18.
+        public func hash(_ bytes: [UInt8]) -> UInt64 { bytes.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 } }
         """,
     // Foundation (swift-foundation's FoundationEssentials on this machine).
     "SatchelArchive/Links.swift": """
@@ -179,6 +182,12 @@ private let plantedFiles: [String: String] = [
         func withDiscardingTaskGroup(_ label: String) -> String { label }
         public func sameNameLocal() -> String { withDiscardingTaskGroup("mine") }
         public func atTheFloor() async throws { try await Task.sleep(for: .milliseconds(1)) }
+        /// `for await` calls `next(isolation:)` (iOS 18) where the floor allows it, else `next()`.
+        public func sum(_ numbers: AsyncStream<Int>) async -> Int {
+            var total = 0
+            for await number in numbers { total += number }
+            return total
+        }
         """,
 ]
 
@@ -262,4 +271,7 @@ func plantedUsesOfNewerAPIsAreNamedWithFileAndLineAndGuardedOnesAreNot() async t
     let halfGuarded = report.findings.first { $0.path == "Sources/SatchelCore/Text.swift" && $0.line == halfGuardedLine }
     #expect(halfGuarded?.shortfalls.map(\.platform) == [.macOS])
     #expect(report.linuxOnlyCount >= 1)
+    // `&*` and `for await`'s `next(isolation:)` resolved, on Linux, to declarations newer than the floor that have
+    // older ones the compiler ranks first: counted, not reported.
+    #expect(report.olderOverloadCount >= 2)
 }
