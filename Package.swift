@@ -230,7 +230,11 @@ let package = Package(
             ]),
         .testTarget(
             name: "SatchelUpdateTests",
-            dependencies: ["SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelDiff", "SatchelArchive", "SatchelHTTP", "SatchelCore", "SatchelTestSupport"]),
+            // SatchelHost and SatchelEngine for the launch that shows pages: an app process that updates and one that shows pages.
+            dependencies: [
+                "SatchelUpdate", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelDiff", "SatchelArchive", "SatchelHTTP", "SatchelCore",
+                "SatchelTestSupport", "SatchelHost", "SatchelEngine",
+            ]),
         // The documentation as tests: links resolve, the README's example compiles, the formats spec names every field.
         .testTarget(
             name: "DocumentationTests",

@@ -94,6 +94,9 @@ public final class SchemeTaskDriver: Sendable {
     public let executor: any SchemeTaskExecutor
     /// Largest chunk handed to a task (WebKit copies each into its process).
     public let chunkSize: Int
+    /// The launch that shows the app's pages, begun before the first task is answered and awaited by every task until
+    /// it has (decision 0036); nil: this driver counts no launch.
+    public let launch: PageLaunch?
     private let running = Locked(Bookkeeping())
 
     private struct Bookkeeping {
@@ -129,15 +132,16 @@ public final class SchemeTaskDriver: Sendable {
     /// The app's cookie jar, when the layer has one (``HostConfiguration/cookies``).
     public var cookies: AppCookieJar? { layer.configuration.cookies }
 
-    public init(layer: RequestLayer, executor: any SchemeTaskExecutor, chunkSize: Int = 256 << 10) {
+    public init(layer: RequestLayer, executor: any SchemeTaskExecutor, chunkSize: Int = 256 << 10, launch: PageLaunch? = nil) {
         self.layer = layer
         self.executor = executor
         self.chunkSize = max(1, min(chunkSize, FileRegion.maxChunk))
+        self.launch = launch
     }
 
     /// A driver calling tasks on a serial Dispatch queue (the main queue in an app on Apple platforms).
-    public convenience init(layer: RequestLayer, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10) {
-        self.init(layer: layer, executor: DispatchQueueExecutor(queue), chunkSize: chunkSize)
+    public convenience init(layer: RequestLayer, queue: DispatchQueue = .main, chunkSize: Int = 256 << 10, launch: PageLaunch? = nil) {
+        self.init(layer: layer, executor: DispatchQueueExecutor(queue), chunkSize: chunkSize, launch: launch)
     }
 
     /// Tasks started and not yet finished, failed or stopped.
@@ -177,6 +181,8 @@ public final class SchemeTaskDriver: Sendable {
         let request = task.request
         running.work = Task { [self] in
             defer { forget(key, running) }
+            // Nothing is read from a package before the launch that shows it was counted and its versions pinned.
+            if let launch { _ = await launch.begin() }
             let response = await layer.respond(to: request).response
             let head = ResponseHead(status: response.status, headers: response.headers, bodyLength: Self.bodyLength(response))
             await deliver(running) { state in

@@ -47,25 +47,35 @@ extension PackageStore {
         }
     }
 
-    /// Counts one launch of every trial; a trial past ``StoreConfiguration/maxTrialLaunches`` is marked failed and
-    /// falls back, persistently, so a crash loop ends even if the app never gets to confirm.
-    /// Apps call this once at start (`satchel launch` and `satchel serve` do too); reading never counts.
-    public func beginLaunch() throws(StoreError) -> LaunchReport {
-        try withStoreLock { () throws(StoreError) -> LaunchReport in
-            var report = LaunchReport(trials: [:], rolledBack: [], exhaustedWithoutFallback: [])
+    /// Counts one launch that shows the app's pages against every trial; a trial past
+    /// ``StoreConfiguration/maxTrialLaunches`` is marked failed and falls back, persistently, so a crash loop ends even
+    /// if the app never gets to confirm.
+    ///
+    /// An app does not call this: its container (`SatchelWebViews`, `SatchelWebContext`, given the store as `trials:`)
+    /// counts the launch before it answers its first page, and a launch that shows none (a background refresh) is never
+    /// counted (decision 0036). A host that shows pages without a container counts it itself at start (`satchel serve`;
+    /// `satchel launch` counts one by hand). Reading and updating never count.
+    public func countPageLaunch() throws(StoreError) -> LaunchCount {
+        try withStoreLock { () throws(StoreError) -> LaunchCount in
+            var count = LaunchCount()
             for id in try packageIDs() {
                 let loaded = try loadState(of: id)
                 guard var state = loaded.effective else { continue }
                 switch state.beginLaunch(maxTrialLaunches: configuration.maxTrialLaunches, in: availability(of: id)) {
                 case .notOnTrial: break
-                case .counted(let launches): report.trials[id.value] = launches
-                case .rolledBack(let from, let to): report.rolledBack.append(TrialRollback(id: id.value, from: from.description, to: to.description))
-                case .exhaustedWithoutFallback: report.exhaustedWithoutFallback.append(id.value)
+                case .counted(let launches): count.trials[id] = launches
+                case .rolledBack(let from, let to): count.rolledBack.append(LaunchCount.Rollback(id: id, from: from, to: to))
+                case .exhaustedWithoutFallback: count.exhaustedWithoutFallback.append(id)
                 }
                 try persist(state, for: id, loaded)
             }
-            return report
+            return count
         }
+    }
+
+    /// ``countPageLaunch()`` as the CLI prints it (`satchel launch --json`).
+    public func beginLaunch() throws(StoreError) -> LaunchReport {
+        LaunchReport(try countPageLaunch())
     }
 
     // MARK: Removal and garbage collection
@@ -236,5 +246,17 @@ extension PackageStore {
         // is kept but what an engine pins.
         try deleteUnretained(id, state: loaded.stored == nil ? nil : loaded.effective)
         if loaded.stored == nil, FileSystem.list(layout.versions(id)).isEmpty { try discard(folder) }
+    }
+}
+
+extension PackageStore: LaunchRecords {}
+
+extension LaunchReport {
+    /// A count with its ids and versions as text, in the order the store met them.
+    init(_ count: LaunchCount) {
+        self.init(
+            trials: Dictionary(uniqueKeysWithValues: count.trials.map { ($0.key.value, $0.value) }),
+            rolledBack: count.rolledBack.map { TrialRollback(id: $0.id.value, from: $0.from.description, to: $0.to.description) },
+            exhaustedWithoutFallback: count.exhaustedWithoutFallback.map(\.value))
     }
 }
