@@ -28,6 +28,8 @@ extension PackageStore: PackageSource {
     /// Reads the active versions and pins them under the pin lock, which every deletion also takes: no version
     /// can be deleted between being read as active and being pinned.
     public func pinnedPackages() throws -> (packages: [ServedPackage], pin: any Sendable) {
+        try enterLocked(refusingWhileSuspended: false)
+        defer { leaveLocked() }
         let pinLock = try StoreLock(path: layout.pinLock)
         return try pinned(holding: pinLock)
     }
@@ -35,6 +37,8 @@ extension PackageStore: PackageSource {
     /// Nil while gc, a removal or another engine's pinning holds the pin lock (they take milliseconds to seconds): the
     /// engine keeps serving what it pinned and tries again on a later request.
     public func pinnedPackagesWithoutWaiting() throws -> (packages: [ServedPackage], pin: any Sendable)? {
+        try enterLocked(refusingWhileSuspended: false)
+        defer { leaveLocked() }
         guard let pinLock = StoreLock.tryLock(path: layout.pinLock) else { return nil }
         return try pinned(holding: pinLock)
     }
@@ -119,24 +123,47 @@ extension PackageStore: PackageSource {
     // MARK: Pins
 
     /// Records that a running engine serves these versions, so that gc, remove and recovery keep them. The pin
-    /// lasts until the returned value is released or the process dies (it is an flock, which the kernel drops).
+    /// lasts until the returned value is released or the process dies (it is an flock, which the kernel drops). While
+    /// the store is suspended the pin is made without its lock, kept by a lease (``suspend(whenUnlocked:)``).
     public func pin(_ versions: [PackageID: SemanticVersion]) throws(StoreError) -> VersionPin {
+        try enterLocked(refusingWhileSuspended: false)
+        defer { leaveLocked() }
+        return try holdingPinLock { () throws(StoreError) in try makePin(versions) }
+    }
+
+    /// Runs `body` holding the pin lock, let go when it returns.
+    func holdingPinLock<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         let pinLock = try StoreLock(path: layout.pinLock)
         defer { withExtendedLifetime(pinLock) {} }
-        return try makePin(versions)
+        return try body()
     }
 
-    /// Creates a pin; the caller holds the pin lock.
+    /// Creates a pin, remembering each version's folder (a pin swept while suspended is made again only on the same
+    /// folders), and keeps it among this store's pins; the caller holds the pin lock. Made while the store is suspended,
+    /// or while a suspension begins, it lets go of its lock like the others.
     private func makePin(_ versions: [PackageID: SemanticVersion]) throws(StoreError) -> VersionPin {
-        try VersionPin(folder: layout.pins, versions: versions)
+        let folders = Dictionary(uniqueKeysWithValues: versions.map { ($0.key, layout.version($0.key, $0.value)) })
+        let suspended = suspension.withLock { $0.suspended }
+        let pin = try VersionPin(folder: layout.pins, versions: versions, folders: folders, suspendedUntil: suspended ? leaseEnd() : nil)
+        // Kept and checked under one lock: a suspension that began after the check above, and listed the pins before
+        // this one was kept, is seen here.
+        if suspension.withLock({ state -> Bool in
+            state.pins.append(WeakPin(pin: pin))
+            return state.suspended
+        }) {
+            _ = pin.suspend(until: leaseEnd())
+        }
+        return pin
     }
 
-    /// Pins whose owners are alive; pin files whose lock is free belong to dead processes and are removed.
+    /// Pins whose owners are alive; pin files whose lock is free belong to dead processes and are removed, unless their
+    /// lease (a pin let go for its app's suspension) has not ended.
     func livePins() -> [PackageID: Set<SemanticVersion>] {
         var result: [PackageID: Set<SemanticVersion>] = [:]
+        let now = configuration.now()
         for name in FileSystem.list(layout.pins) where name.hasSuffix(".pin") {
             let path = layout.pins + "/" + name
-            guard let versions = VersionPin.readIfHeld(path) else { continue }
+            guard let versions = VersionPin.readIfHeld(path, now: now) else { continue }
             for (id, version) in versions { result[id, default: []].insert(version) }
         }
         return result

@@ -34,6 +34,14 @@ public struct StoreConfiguration: Sendable {
     /// after an app update (decision 0035). Not public: declaring a folder sealed is the platform's word, never the
     /// app's; tests seal a folder of their own.
     var sealedRoot: String? = ResourceSeal.enforcedRoot
+    /// How long a pin let go for its app's suspension (``PackageStore/suspend(whenUnlocked:)``) keeps its versions from
+    /// other processes' deletions (decision 0037). A suspended app that iOS ends sends no word, so its pins must end by
+    /// themselves; one that comes back later than this finds what was swept and pins what is left, or is told what it lost.
+    /// Longer keeps a dead app's versions on disk longer; shorter makes a long-suspended app read its versions again.
+    public var suspendedPinLease: Duration = .seconds(7 * 24 * 3600)
+    /// The wall clock leases are written and judged by, in milliseconds since 1970: processes sharing a container share
+    /// no other. Not public: tests move their own.
+    var now: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     public init(
         trustedKeys: [VerifyingKey] = [], maxTrialLaunches: Int = 3, archiveLimits: ArchiveLimits = .default, builtIns: [String] = [],
@@ -187,6 +195,25 @@ public final class PackageStore: Sendable {
     public let builtInRefusals: [BuiltInRefusal]
     /// Test-only: runs while ``pinnedPackages()`` holds the pin lock, between reading and pinning.
     let pinningHook = Locked<(@Sendable () -> Void)?>(nil)
+    /// Test-only: runs once an operation has taken the store lock, before its work.
+    let lockedHook = Locked<(@Sendable () -> Void)?>(nil)
+    /// Whether the app let go of the store's locks for a suspension, the operations holding one, and the pins this
+    /// store made (``suspend(whenUnlocked:)``, decision 0037).
+    let suspension = Locked(Suspension())
+
+    struct Suspension {
+        var suspended = false
+        /// Operations of this store holding (or waiting for) the store lock or the pin lock.
+        var holders = 0
+        /// Run when `holders` falls to zero while suspended (or when ``resume()`` ends the suspension first).
+        var whenUnlocked: [@Sendable () -> Void] = []
+        var pins: [WeakPin] = []
+    }
+
+    /// The pins this store made, held weakly: the engine owns them, and a pin it drops ends.
+    struct WeakPin {
+        weak var pin: VersionPin?
+    }
     /// The store-wide change counter every mutation advances and ``changeToken()`` reads.
     let generation: StoreGeneration
     /// What the operation holding the store lock has changed so far. Only the holder touches it: the flock
@@ -476,7 +503,8 @@ public final class PackageStore: Sendable {
         let staging = layout.staging + "/" + FileSystem.randomName("install")
         try FileSystem.makeDirectory(staging)
         do throws(StoreError) {
-            let sink = StagingSink(root: staging, fileCount: manifest.files.count)
+            // A suspension stops the install at its next file: the lock must be let go before iOS suspends the app.
+            let sink = StagingSink(root: staging, fileCount: manifest.files.count) { [self] in suspendedRefusal() }
             try fill(sink)
             try FileSystem.writeAtomically(reader.manifestBytes, to: staging + "/" + Manifest.fileName)
             if let signature = reader.signatureBytes {
@@ -525,9 +553,21 @@ public final class PackageStore: Sendable {
     /// Runs `body` holding the store lock: every operation that reads state to change it does, so two processes
     /// never apply rules to the same state at once. When it ends, the change counter is made even again and the
     /// recovery markers of packages it left clean are removed (a failed operation keeps them: the next open looks).
+    ///
+    /// While the store is suspended (``suspend(whenUnlocked:)``) it refuses with ``StoreError/suspended(store:lock:)``:
+    /// a lock taken now could still be held when iOS suspends the app.
     func withStoreLock<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try enterLocked(refusingWhileSuspended: true)
+        defer { leaveLocked() }
+        return try holdingStoreLock(body)
+    }
+
+    /// ``withStoreLock(_:)``'s work, in a function of its own so that the lock is let go when it returns, before
+    /// ``leaveLocked()`` may tell a suspension that nothing holds a lock.
+    private func holdingStoreLock<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         let lock = try StoreLock(path: layout.lockFile)
         defer { withExtendedLifetime(lock) {} }
+        lockedHook.withLock { $0 }?()
         operation.withLock { $0 = Operation() }
         let result: T
         do { result = try body() } catch {

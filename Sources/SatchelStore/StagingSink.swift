@@ -22,9 +22,13 @@ final class StagingSink: BundleFileSink {
     /// After this many files the test-only "extract" checkpoint fires, half-way through.
     private let checkpointAfter: Int
 
-    init(root: String, fileCount: Int) {
+    /// Asked before each file: an error stops the install there (the store was suspended, decision 0037).
+    private let interrupted: () -> StoreError?
+
+    init(root: String, fileCount: Int, interrupted: @escaping () -> StoreError? = { nil }) {
         self.root = root
         checkpointAfter = max(1, fileCount / 2)
+        self.interrupted = interrupted
     }
 
     func begin(_ file: FileRecord) throws {
@@ -37,6 +41,7 @@ final class StagingSink: BundleFileSink {
     /// A delta install calls this for the files it links or copies from the base, which never pass through
     /// ``begin(_:)``; recording here is what makes those durable too.
     func prepare(_ file: FileRecord) throws(StoreError) -> String {
+        if let error = interrupted() { throw error }
         for folder in file.path.parentFolders where folders.insert(folder).inserted {
             try FileSystem.makeDirectory(root + "/" + folder)
             createdEntries.append(root + "/" + folder)

@@ -43,6 +43,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case corruptState(path: String, reason: String)
     case unsupportedLayout(path: String, layout: Int)
     case invalidArgument(FieldError)
+    /// The store let go of its locks for its app's suspension (``PackageStore/suspend(whenUnlocked:)``, decision 0037):
+    /// nothing that takes `lock` runs until ``PackageStore/resume()``, since iOS ends an app suspended holding a lock in a
+    /// shared container; an operation that held it when the suspension began stopped at its next step, changing nothing.
+    case suspended(store: String, lock: String)
 
     public var description: String {
         switch self {
@@ -75,6 +79,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .corruptState(let path, let reason): "store state \(path) is unreadable: \(reason)"
         case .unsupportedLayout(let path, let layout): "store \(path) has layout \(layout); this Satchel reads layout \(StoreLayout.version)"
         case .invalidArgument(let error): "\(error)"
+        case .suspended(let store, let lock):
+            "store \(store) is suspended for its app's suspension: nothing that takes \(lock) runs until it is resumed (iOS ends an app suspended holding a lock in a shared container); the store is unchanged"
         }
     }
 

@@ -64,7 +64,7 @@ struct StoreMendTests {
             let sweeper = Thread {
                 // What livePins does for every pin file, without any lock: a free flock means a dead owner.
                 while !stop.withLock({ $0 }) {
-                    for name in FileSystem.list(pins) where name.hasSuffix(".pin") { _ = VersionPin.readIfHeld(pins + "/" + name) }
+                    for name in FileSystem.list(pins) where name.hasSuffix(".pin") { _ = VersionPin.readIfHeld(pins + "/" + name, now: 0) }
                     sweeps.withLock { $0 += 1 }
                 }
             }
