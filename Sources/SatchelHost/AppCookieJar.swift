@@ -11,6 +11,21 @@ public protocol CookieStore: Sendable {
     func setCookie(_ cookie: Cookie) async
     func deleteCookie(_ cookie: Cookie) async
     func deleteAllCookies() async
+    /// Calls `changed` after the store's cookies change, whoever changed them (the web view's own loads, the jar), and
+    /// returns true; false when the store cannot tell (the default). A store that tells lets the jar answer reads from
+    /// a copy instead of asking the store each time, so it must tell of every change; it may tell late and more than
+    /// once, and a call need not say what changed. One that starts telling only later (its registration is
+    /// asynchronous) calls `changed` once it does: what was read before then may be stale.
+    func observeChanges(_ changed: @escaping @Sendable () -> Void) -> Bool
+    /// `cookie` as a read gives it back after ``setCookie(_:)`` (what the platform's cookie type keeps of it), or nil
+    /// when the store cannot hold it and `setCookie` leaves the store as it was. The jar's copy holds its own writes
+    /// in this form, so that a read answered from the copy is the one the store would give. The default: `cookie`.
+    func kept(_ cookie: Cookie) -> Cookie?
+}
+
+extension CookieStore {
+    public func observeChanges(_ changed: @escaping @Sendable () -> Void) -> Bool { false }
+    public func kept(_ cookie: Cookie) -> Cookie? { cookie }
 }
 
 /// One cookie jar for the app's pages, its native code and the network fallback, kept in the platform's store.
@@ -28,6 +43,11 @@ public protocol CookieStore: Sendable {
 /// Writes are ordered: each waits for the one before, and every read waits for the writes made before it, so a write
 /// is in the store in time for the next request, whatever the platform store's own latency.
 ///
+/// Reads are answered from a copy of the store's cookies that the store's change observer keeps fresh
+/// (``CookieStore/observeChanges(_:)``): one round trip to the store when the copy is unknown (at first, and after the
+/// store says it changed), shared by the reads that come meanwhile; the jar's own writes are in the copy as soon as
+/// the store has them. A store that cannot tell of changes is asked on every read.
+///
 /// Every call to the store is bounded (``Configuration/storeTimeout``): a call that does not answer fails the one
 /// operation that made it with ``CookieStoreError`` naming the call (a request that needed cookies gets 504), is
 /// logged, and the operations queued behind it go on.
@@ -36,6 +56,8 @@ public final class AppCookieJar: CookieProvider, Sendable {
     public let customSchemes: Set<String>
     public let configuration: Configuration
     private let clock: @Sendable () -> Double
+    /// What the jar knows of the store between round trips; nil when the store cannot tell of changes.
+    let snapshot: CookieSnapshot?
 
     public struct Configuration: Sendable {
         /// The longest one call to the store may take.
@@ -73,6 +95,9 @@ public final class AppCookieJar: CookieProvider, Sendable {
         self.customSchemes = customSchemes
         self.configuration = configuration
         self.clock = clock
+        // The observer holds the copy, not the jar: the store (which the jar holds) keeps no jar alive.
+        let snapshot = CookieSnapshot()
+        self.snapshot = store.observeChanges { snapshot.storeChanged() } ? snapshot : nil
     }
 
     /// Calls `observer` after every change has reached the store (on no particular thread).
@@ -91,7 +116,7 @@ public final class AppCookieJar: CookieProvider, Sendable {
     /// Stores `cookie` as it is (its own rules are the caller's).
     public func set(_ cookie: Cookie) async throws(CookieStoreError) {
         try await enqueue { [self] () async throws(CookieStoreError) in
-            try await bounded("setCookie") { [store] in await store.setCookie(cookie) }
+            try await put(cookie)
             return .domains([cookie.domain])
         }
     }
@@ -109,7 +134,7 @@ public final class AppCookieJar: CookieProvider, Sendable {
     public func delete(named name: String, for url: String) async throws(CookieStoreError) -> Int {
         let doomed = try await cookies(for: url).filter { $0.name == name }
         try await enqueue { [self] () async throws(CookieStoreError) in
-            for cookie in doomed { try await bounded("deleteCookie") { [store] in await store.deleteCookie(cookie) } }
+            for cookie in doomed { try await remove(cookie) }
             return .domains(Set(doomed.map(\.domain)))
         }
         return doomed.count
@@ -117,7 +142,7 @@ public final class AppCookieJar: CookieProvider, Sendable {
 
     public func delete(_ cookie: Cookie) async throws(CookieStoreError) {
         try await enqueue { [self] () async throws(CookieStoreError) in
-            try await bounded("deleteCookie") { [store] in await store.deleteCookie(cookie) }
+            try await remove(cookie)
             return .domains([cookie.domain])
         }
     }
@@ -125,7 +150,8 @@ public final class AppCookieJar: CookieProvider, Sendable {
     /// Logout: every cookie goes, for pages and native code alike; observers hear ``Change/cleared``.
     public func clear() async throws(CookieStoreError) {
         try await enqueue { [self] () async throws(CookieStoreError) in
-            try await bounded("deleteAllCookies") { [store] in await store.deleteAllCookies() }
+            try await change("deleteAllCookies") { [store] in await store.deleteAllCookies() }
+            snapshot?.cleared()
             return .cleared
         }
     }
@@ -172,11 +198,12 @@ public final class AppCookieJar: CookieProvider, Sendable {
         let outcome = Locked<Result<Cookie, CookieRejection>>(.failure(.emptyNameAndValue))
         try await enqueue { [self] () async throws(CookieStoreError) in
             let now = clock()
-            let existing = try await bounded("allCookies") { [store] in await store.allCookies() }
+            // Inside the queue: the writes before this one are in the store (and the copy), later ones wait.
+            let existing = try await storeCookies()
             let result = CookieRules.cookie(from: text, at: target, source: source, context: context, existing: existing, now: now)
             outcome.withLock { $0 = result }
             guard case .success(let cookie) = result else { return nil }
-            try await bounded("setCookie") { [store] in await store.setCookie(cookie) }
+            try await put(cookie)
             return .domains([cookie.domain])
         }
         return outcome.withLock { $0 }
@@ -208,8 +235,53 @@ public final class AppCookieJar: CookieProvider, Sendable {
     /// The store's cookies once every write made before this call is in, expired ones left out.
     private func liveCookies() async throws(CookieStoreError) -> [Cookie] {
         await lastWrite.withLock { $0 }?.value
+        let cookies = try await storeCookies()
         let now = clock()
-        return try await bounded("allCookies") { [store] in await store.allCookies() }.filter { !CookieRules.isExpired($0, now: now) }
+        return cookies.filter { !CookieRules.isExpired($0, now: now) }
+    }
+
+    /// Every cookie the store holds (expired ones among them): from the copy when the store tells of changes, else
+    /// asked of the store.
+    private func storeCookies() async throws(CookieStoreError) -> [Cookie] {
+        let read: @Sendable () async throws(CookieStoreError) -> [Cookie] = { [self] () async throws(CookieStoreError) in
+            try await bounded("allCookies") { [store] in await store.allCookies() }
+        }
+        guard let snapshot else { return try await read() }
+        return try await snapshot.cookies(reading: read)
+    }
+
+    /// Sets `cookie` in the store, then in the copy as the store keeps it (an expired one deletes its namesake there,
+    /// as it does in the store).
+    private func put(_ cookie: Cookie) async throws(CookieStoreError) {
+        try await change("setCookie") { [store] in await store.setCookie(cookie) }
+        // A cookie the store cannot hold leaves it, and so the copy, as it was.
+        guard let snapshot, let kept = store.kept(cookie) else { return }
+        let expired = CookieRules.isExpired(kept, now: clock())
+        snapshot.wrote { cookies in
+            if expired {
+                cookies.removeAll { $0.sameIdentity(as: kept) }
+            } else if let index = cookies.firstIndex(where: { $0.sameIdentity(as: kept) }) {
+                cookies[index] = kept
+            } else {
+                cookies.append(kept)
+            }
+        }
+    }
+
+    private func remove(_ cookie: Cookie) async throws(CookieStoreError) {
+        try await change("deleteCookie") { [store] in await store.deleteCookie(cookie) }
+        snapshot?.wrote { cookies in cookies.removeAll { $0.sameIdentity(as: cookie) } }
+    }
+
+    /// A write's call to the store. One that did not answer in time may still land (the platform goes on with it), so
+    /// what the store holds is unknown until the next round trip.
+    private func change(_ operation: String, _ call: @escaping @Sendable () async -> Void) async throws(CookieStoreError) {
+        do throws(CookieStoreError) {
+            try await bounded(operation, call)
+        } catch {
+            snapshot?.storeChanged()
+            throw error
+        }
     }
 
     /// `call` to the store, or ``CookieStoreError/noAnswer(operation:limit:)`` (logged) when it did not answer within
