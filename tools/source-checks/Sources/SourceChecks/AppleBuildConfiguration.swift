@@ -22,6 +22,9 @@ public struct AppleBuildConfiguration: BuildConfiguration, Sendable {
     public static let macOSX86_64 = AppleBuildConfiguration(
         name: "macOS (x86_64)", operatingSystems: ["macOS", "OSX"], architecture: "x86_64", platformModules: ["AppKit"])
 
+    /// The platform whose deployment target and availability apply to what this configuration compiles.
+    public var platform: ApplePlatform { operatingSystems.contains("iOS") ? .iOS : .macOS }
+
     /// Every configuration the platform scan evaluates.
     public static let all: [AppleBuildConfiguration] = [.iOS, .macOSArm64, .macOSX86_64]
 

@@ -85,18 +85,22 @@ public enum AvailabilityCheck {
                 continue
             }
             let position = file.converter.position(ofLine: reference.line, column: reference.column)
-            guard file.isCompiledForApple(at: position) else {
+            // Only the platforms that compile the line: `#if canImport(UIKit)` code never reaches a macOS build.
+            let platforms = file.platformsCompiling(position)
+            guard !platforms.isEmpty else {
                 report.linuxOnlyCount += 1
                 continue
             }
             let guaranteed = AvailabilityScope.guaranteed(at: position, in: file.tree)
-            let shortfalls = shortfalls(availability.requirements, floors: floors, guaranteed: guaranteed)
+            let shortfalls = shortfalls(availability.requirements, floors: floors.filter { platforms.contains($0.key) }, guaranteed: guaranteed)
             guard !shortfalls.isEmpty else { continue }
             // The compiler ranks a declaration too new for the use site below one that is not, so where such an
             // alternative exists (a requirement's default implementation, or for a call it makes itself, an overload)
             // Xcode compiles the use against that one.
             let fallback = table.alternatives(to: reference.usr, implicit: reference.isImplicit).first { alternative in
-                table.requirements(of: alternative).map { self.shortfalls($0, floors: floors, guaranteed: guaranteed).isEmpty } ?? false
+                table.requirements(of: alternative).map {
+                    self.shortfalls($0, floors: floors.filter { platforms.contains($0.key) }, guaranteed: guaranteed).isEmpty
+                } ?? false
             }
             if fallback != nil {
                 report.olderOverloadCount += 1
@@ -127,20 +131,20 @@ public enum AvailabilityCheck {
 private struct ParsedFile {
     let tree: SourceFileSyntax
     let converter: SourceLocationConverter
-    let appleRegions: [ConfiguredRegions]
+    let appleRegions: [(platform: ApplePlatform, regions: ConfiguredRegions)]
 
     init?(path: String) {
         guard let source = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         let tree = Parser.parse(source: source)
         self.tree = tree
         converter = SourceLocationConverter(fileName: path, tree: tree)
-        appleRegions = AppleBuildConfiguration.all.map { tree.configuredRegions(in: $0) }
+        appleRegions = AppleBuildConfiguration.all.map { ($0.platform, tree.configuredRegions(in: $0)) }
     }
 
-    /// True when some Apple configuration compiles the code at `position`: a use inside `#if canImport(Glibc)`
-    /// never reaches Xcode.
-    func isCompiledForApple(at position: AbsolutePosition) -> Bool {
-        guard let token = tree.token(at: position) else { return true }
-        return appleRegions.contains { $0.compiles(Syntax(token)) }
+    /// The Apple platforms some configuration of which compiles the code at `position`: none for a use inside
+    /// `#if canImport(Glibc)`, which never reaches Xcode.
+    func platformsCompiling(_ position: AbsolutePosition) -> Set<ApplePlatform> {
+        guard let token = tree.token(at: position) else { return Set(ApplePlatform.allCases) }
+        return Set(appleRegions.filter { $0.regions.compiles(Syntax(token)) }.map(\.platform))
     }
 }

@@ -88,6 +88,45 @@ private let iOS17macOS14: [ApplePlatform: PlatformVersion] = [.iOS: PlatformVers
     }
 }
 
+// MARK: Which platforms compile a use
+
+/// One use of a symbol unavailable on macOS (as `allowsInlineMediaPlayback` is), at the line holding `marker`.
+private func findings(for source: String, marker: String) throws -> [AvailabilityFinding] {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("availability-\(UUID().uuidString).swift")
+    defer { try? FileManager.default.removeItem(at: file) }
+    try source.write(to: file, atomically: true, encoding: .utf8)
+    let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+    let line = try #require(lines.firstIndex { $0.contains(marker) })
+    let text = String(lines[line])
+    let column = try #require(text.utf8.firstRange(of: marker.utf8)).lowerBound.utf16Offset(in: text) + 1
+    var table = AvailabilityTable()
+    table.set("c:objc(cs)Config(py)inline", AppleAvailability(
+        requirements: [.iOS: .introduced(PlatformVersion([10, 0])), .macOS: .unavailable], name: "Config.inline", module: "WebKit"))
+    let reference = SymbolReference(
+        path: file.path, module: "SatchelWebKit", line: line + 1, column: column, usr: "c:objc(cs)Config(py)inline", name: "inline")
+    let targets = DeploymentTargets([.iOS: PlatformVersion([16, 0]), .macOS: PlatformVersion([13, 0])])
+    return AvailabilityCheck.run(references: [reference], table: table, targets: targets).findings
+}
+
+@Test func aUseOnlyIOSCompilesIsHeldToIOSAlone() throws {
+    let guarded = """
+        func make(_ c: Config) {
+            #if canImport(UIKit)
+            c.inline = true
+            #endif
+        }
+        """
+    #expect(try findings(for: guarded, marker: "inline").isEmpty)
+    let unguarded = """
+        func make(_ c: Config) {
+            c.inline = true
+        }
+        """
+    let found = try findings(for: unguarded, marker: "inline")
+    #expect(found.map(\.line) == [2])
+    #expect(found.first?.shortfalls.map(\.platform) == [.macOS])
+}
+
 // MARK: The whole check, on a planted package built here
 
 /// A scratch package laid out like the device side (four of its module names, the same platforms line), whose files
