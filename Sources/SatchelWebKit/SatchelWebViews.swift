@@ -48,8 +48,11 @@ public final class SatchelWebViews {
     public var hookScript: String? { pageSetup?.script }
     /// The origins the hook serves: native code calls into a view only while it shows one.
     public var appOrigins: [String] { pageSetup?.origins ?? [] }
-    /// The judges of releases on trial (nil when the app passed no store).
+    /// The judges of releases on trial (nil when the app passed no store, or no hook).
     public let trials: WebContentTrials?
+    /// The launch that shows the app's pages: counted against the store's trials, and its versions pinned, before the
+    /// first page is answered (decision 0036); nil when the app passed no store.
+    public let launch: PageLaunch?
     /// Told of each trial a view decided, after the store and every view were brought in line.
     public var trialHandler: ((WKWebView?, TrialReport) -> Void)?
     private let trialMessages: SatchelTrialMessageHandler?
@@ -75,9 +78,11 @@ public final class SatchelWebViews {
     ///     `CachingFetcher` (private mode) for the app's HTTP cache: logging out (``AppCookieJar/clear()``) then
     ///     empties it too.
     ///   - ephemeral: a data store that keeps nothing on disk (cookies included).
-    ///   - trials: where the versions on trial are (the app's `PackageStore`): each view judges a page served from a
-    ///     version on trial (``TrialJudge``, ``trials``) and confirms it, or rolls it back with its reason and shows
-    ///     the fallback in every view; it needs the hook. nil: no judging.
+    ///   - trials: where the versions on trial are (the app's `PackageStore`). The first page a view asks for begins the
+    ///     launch that shows pages (``launch``): the store counts it against every trial, so a process that only
+    ///     updates in the background spends none, and the app never counts launches itself. With the hook, each view
+    ///     also judges a page served from a version on trial (``TrialJudge``, ``trials``) and confirms it, or rolls it
+    ///     back with its reason and shows the fallback in every view. nil: no launch counted, no judging.
     ///   - trialJudging: the judge's grace period, load timeout, thresholds and whether `ready()` is required.
     ///   - terminate: what to do with a view whose page stopped answering (Apple's WebKit cannot terminate a web
     ///     process); nil turns the heartbeat off (see ``WebContentRecovery``).
@@ -87,7 +92,7 @@ public final class SatchelWebViews {
         engine: ResourceEngine, policy: NetworkPolicy, fetcher: any NetworkFetcher, hook: HookScript.Configuration?, ephemeral: Bool = false,
         recovery configuration: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), terminate: ((WKWebView) -> Void)? = nil,
         dialogs dialogConfiguration: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil,
-        media: MediaPolicy = MediaPolicy(), trials records: (any TrialRecords)? = nil, trialJudging: TrialJudge.Configuration = TrialJudge.Configuration()
+        media: MediaPolicy = MediaPolicy(), trials records: (any TrialRecords & LaunchRecords)? = nil, trialJudging: TrialJudge.Configuration = TrialJudge.Configuration()
     ) throws(CustomSchemeError) {
         self.terminate = terminate
         self.media = media
@@ -99,7 +104,9 @@ public final class SatchelWebViews {
         var policy = policy
         policy.cookies = cookies
         layer = RequestLayer(loader: ResourceLoader(engine: engine, fetcher: fetcher, policy: policy), configuration: .webKit(hook: hook, cookies: cookies))
-        driver = SchemeTaskDriver(layer: layer, queue: .main)
+        let launch = records.map { PageLaunch(records: $0, engine: engine) }
+        self.launch = launch
+        driver = SchemeTaskDriver(layer: layer, queue: .main, launch: launch)
         schemeHandler = SatchelSchemeHandler(driver: driver)
         bodies = SatchelBodyMessageHandler(layer: layer)
         let bridge = AppBridge(proofCheck: engine.proofCheck)

@@ -46,14 +46,18 @@ struct FolderPackage: PackageSource {
     }
 }
 
-/// Two versions of one package, the newer on trial until a verdict: the store's part of judging a trial, in memory.
-final class TrialSource: PackageSource, TrialRecords, @unchecked Sendable {
+/// Two versions of one package, the newer on trial until a verdict: the store's part of judging a trial, and of counting
+/// the launches that show pages, in memory.
+final class TrialSource: PackageSource, TrialRecords, LaunchRecords, @unchecked Sendable {
     enum Serving { case trial, confirmed, rolledBack(TrialFailure) }
     let fallback: ServedPackage
     let candidate: ServedPackage
     private let lock = NSLock()
     private var serving = Serving.trial
+    private var launchesCounted = 0
     var state: Serving { lock.withLock { serving } }
+    /// Launches the container counted (the first page of each ``SatchelWebViews`` begins one).
+    var launches: Int { lock.withLock { launchesCounted } }
 
     init(fallback: ServedPackage, candidate: ServedPackage) {
         self.fallback = fallback
@@ -74,6 +78,13 @@ final class TrialSource: PackageSource, TrialRecords, @unchecked Sendable {
             guard case .trial = serving, version == candidate.manifest.version else { return false }
             serving = .confirmed
             return true
+        }
+    }
+    func countPageLaunch() throws -> LaunchCount {
+        lock.withLock {
+            launchesCounted += 1
+            guard case .trial = serving else { return LaunchCount() }
+            return LaunchCount(trials: [candidate.manifest.id: launchesCounted])
         }
     }
     func rollBackTrial(_ id: PackageID, version: SemanticVersion, because failure: TrialFailure) throws -> TrialRollbackOutcome {
@@ -231,6 +242,8 @@ final class SatchelDeviceTests: XCTestCase {
             webView.navigationDelegate = delegate
             webView.load(URLRequest(url: URL(string: "satchel://app.example/app/index.html")!))
             await delegate.nextLoad()
+            // The page began the launch: counted once, before it was answered (decision 0036).
+            XCTAssertEqual(source.launches, 1, page)
             try await Task.sleep(for: .seconds(2))
             XCTAssertEqual(verdicts.count, 1, page)
             let title = try await webView.callAsyncJavaScript("return document.title", arguments: [:], in: nil, contentWorld: .page) as? String

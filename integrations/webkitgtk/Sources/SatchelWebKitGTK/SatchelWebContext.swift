@@ -58,10 +58,12 @@ public final class SatchelWebContext: @unchecked Sendable {
     ///     reason `exceeded-memory-limit`); nil: WebKit's defaults, which kill nothing.
     ///   - recovery: when a view that keeps dying gets the offline page instead of another reload, and how long an
     ///     unresponsive view is given (see ``WebProcessRecovery``).
-    ///   - trials: where the versions on trial are (the app's `PackageStore`): each view judges a page served from a
+    ///   - trials: where the versions on trial are (the app's `PackageStore`). The first page a view asks for begins the
+    ///     launch that shows pages (``launch``): the store counts it against every trial, so a process that shows no
+    ///     page spends none, and the app never counts launches itself. With the hook and its proofs (the page's signals
+    ///     come through it, and WebKitGTK does not say which frame sent one), each view also judges a page served from a
     ///     version on trial and confirms it, or rolls it back with its reason and shows the fallback in every view
-    ///     (``TrialJudge``, ``trialHandler``); it needs the hook and its proofs (the page's signals come through it,
-    ///     and WebKitGTK does not say which frame sent one). nil: no judging.
+    ///     (``TrialJudge``, ``trialHandler``). nil: no launch counted, no judging.
     ///   - trialJudging: the judge's grace period, load timeout, thresholds and whether `ready()` is required.
     ///   - cache: the app's HTTP cache, opened in private mode (one user: `private` answers kept, `s-maxage` not
     ///     read): every network fallback of the pages goes through it, with the cache policies of routes and requests;
@@ -72,7 +74,7 @@ public final class SatchelWebContext: @unchecked Sendable {
         hook: HookScript.Configuration?, ephemeral: Bool = true, chunkSize: Int = 256 << 10, memoryLimit: Int? = nil,
         recovery: WebProcessRecovery.Configuration = WebProcessRecovery.Configuration(), cache: HTTPCache? = nil,
         dialogs: ScriptDialogs.Configuration = ScriptDialogs.Configuration(), applicationName: ApplicationName? = nil,
-        media: MediaPolicy = MediaPolicy(), trials: (any TrialRecords)? = nil, trialJudging: TrialJudge.Configuration = TrialJudge.Configuration()
+        media: MediaPolicy = MediaPolicy(), trials: (any TrialRecords & LaunchRecords)? = nil, trialJudging: TrialJudge.Configuration = TrialJudge.Configuration()
     ) throws {
         // The page's signals are the judge's evidence, and they come through the hook with its proofs: WebKitGTK does
         // not say which frame posted a message, so without both no view judges.
@@ -105,7 +107,9 @@ public final class SatchelWebContext: @unchecked Sendable {
         // app's cookie jar, redirects as pages.
         let layer = RequestLayer(loader: loader, configuration: .webKit(hook: hook, cookies: cookies))
         self.layer = layer
-        let driver = SchemeTaskDriver(layer: layer, executor: executor, chunkSize: chunkSize)
+        let launch = trials.map { PageLaunch(records: $0, engine: engine) }
+        self.launch = launch
+        let driver = SchemeTaskDriver(layer: layer, executor: executor, chunkSize: chunkSize, launch: launch)
         handler = URISchemeHandler(driver: driver)
         handler.register(on: context, schemes: engine.configuration.customSchemes)
         let pageSetup = layer.pageSetup
@@ -150,6 +154,9 @@ public final class SatchelWebContext: @unchecked Sendable {
     public var trialHandler: ((UnsafeMutablePointer<WebKitWebView>, TrialReport) -> Void)?
     /// The trials' rules and store; nil when the app judges no trials.
     public let court: TrialCourt?
+    /// The launch that shows the app's pages: counted against the store's trials, and its versions pinned, before the
+    /// first page is answered, the media relay's included (decision 0036); nil when the app passed no store.
+    public let launch: PageLaunch?
 
     /// What the context keeps for one view, for as long as it lives.
     private struct ViewParts {

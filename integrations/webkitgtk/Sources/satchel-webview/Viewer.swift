@@ -107,10 +107,7 @@ struct SatchelWebview: ParsableCommand {
     func run() throws {
         gtk_init()
         let packageStore = try storeOptions.open()
-        let launch = try packageStore.beginLaunch()
-        for rollback in launch.rolledBack {
-            FileHandle.standardError.write(Data("note: \(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)\n".utf8))
-        }
+        // No launch is counted here: the context counts it at the first page it answers (decision 0036).
         let engine = try ResourceEngine(source: packageStore, configuration: EngineConfiguration(cors: .anyOrigin, bodyProof: host.bodyProof))
         // The hook rewrites requests to the app's own origins: every package host and allow-listed upstream host
         // (exact names; a wildcard cannot be an origin) under the custom schemes.
