@@ -46,6 +46,26 @@ struct FolderPackage: PackageSource {
     }
 }
 
+/// The adapter with its round trips counted: how often the jar asks `WKHTTPCookieStore` for every cookie.
+final class CountingCookieStore: CookieStore, @unchecked Sendable {
+    let adapter: WKCookieStoreAdapter
+    private let lock = NSLock()
+    private var count = 0
+    var reads: Int { lock.withLock { count } }
+
+    init(_ adapter: WKCookieStoreAdapter) { self.adapter = adapter }
+
+    func allCookies() async -> [Cookie] {
+        lock.withLock { count += 1 }
+        return await adapter.allCookies()
+    }
+    func setCookie(_ cookie: Cookie) async { await adapter.setCookie(cookie) }
+    func deleteCookie(_ cookie: Cookie) async { await adapter.deleteCookie(cookie) }
+    func deleteAllCookies() async { await adapter.deleteAllCookies() }
+    func observeChanges(_ changed: @escaping @Sendable () -> Void) -> Bool { adapter.observeChanges(changed) }
+    func kept(_ cookie: Cookie) -> Cookie? { adapter.kept(cookie) }
+}
+
 /// Two versions of one package, the newer on trial until a verdict: the store's part of judging a trial, and of counting
 /// the launches that show pages, in memory.
 final class TrialSource: PackageSource, TrialRecords, LaunchRecords, @unchecked Sendable {
@@ -178,6 +198,31 @@ final class SatchelDeviceTests: XCTestCase {
         }
         print("slowest set+read: \(slowest)")
         XCTAssertLessThan(slowest, satchel.cookies.configuration.storeTimeout)
+    }
+
+    /// `WKHTTPCookieStoreObserver` keeps the jar's copy fresh on this release: reads between changes cost no round trip,
+    /// and a cookie set in the store behind the jar's back (as the web view's own loads set them) reaches the jar once
+    /// WebKit calls the observer. The round trips of 100 reads are printed.
+    func testCookieStoreObserverKeepsTheJarFresh() async throws {
+        let dataStore = WKWebsiteDataStore.nonPersistent()
+        let store = CountingCookieStore(WKCookieStoreAdapter(store: dataStore.httpCookieStore))
+        let jar = AppCookieJar(store: store)
+        let request = ResourceRequest(url: "satchel://app.example/")
+        _ = try await jar.set("a=1; Path=/", for: "https://app.example/")
+        for _ in 0..<100 { _ = try await jar.cookieHeader(for: "https://app.example/x", request: request) }
+        print("round trips for a write and 100 reads: \(store.reads)")
+        // At first, once the observer is registered, and once for its callback after the write: never one per read.
+        XCTAssertLessThanOrEqual(store.reads, 5)
+        // Another adapter on the same store writes without the jar knowing.
+        await WKCookieStoreAdapter(store: dataStore.httpCookieStore).setCookie(Cookie(name: "b", value: "2", domain: "app.example"))
+        var header: String?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            header = try await jar.cookieHeader(for: "https://app.example/x", request: request)
+            if header == "a=1; b=2" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        XCTAssertEqual(header, "a=1; b=2", "the observer was not called for a change the jar did not make")
     }
 
     /// The bodies a page sends arrive upstream byte for byte, whichever way this release of WebKit delivers them

@@ -273,10 +273,24 @@ open class WKWebsiteDataStore: NSObject {
 
 @MainActor
 @available(macOS 10.13, iOS 11.0, *)
+public protocol WKHTTPCookieStoreObserver: NSObjectProtocol {
+    func cookiesDidChange(in cookieStore: WKHTTPCookieStore)
+}
+
+// @optional in the header: a default implementation stands for it.
+extension WKHTTPCookieStoreObserver {
+    public func cookiesDidChange(in cookieStore: WKHTTPCookieStore) {}
+}
+
+@MainActor
+@available(macOS 10.13, iOS 11.0, *)
 open class WKHTTPCookieStore: NSObject {
     open func getAllCookies(_ completionHandler: @escaping @MainActor @Sendable ([HTTPCookie]) -> Void) {}
     open func setCookie(_ cookie: HTTPCookie, completionHandler: (@MainActor @Sendable () -> Void)? = nil) {}
     open func delete(_ cookie: HTTPCookie, completionHandler: (@MainActor @Sendable () -> Void)? = nil) {}
+    /// The store does not retain `observer` (WKHTTPCookieStore.h): its caller keeps it, and removes it.
+    open func add(_ observer: any WKHTTPCookieStoreObserver) {}
+    open func remove(_ observer: any WKHTTPCookieStoreObserver) {}
 }
 
 // MARK: Foundation's Apple-only parts
