@@ -20,7 +20,7 @@ public struct StoreOptions: ParsableArguments {
         completion: .file())
     public var rootPublicKeys: [String] = []
 
-    @Option(help: "Launches a trial may have before the next launch rolls it back.")
+    @Option(help: "Launches that show pages a trial may have before the next one rolls it back.")
     public var maxTrialLaunches: Int = 3
 
     @Option(

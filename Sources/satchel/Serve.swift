@@ -56,6 +56,7 @@ extension Satchel {
             let hosts = try upstream.allowedHosts()
             let overrides = try upstream.overrides()
             let packageStore = try storeOptions.openForCommand()
+            // The server exists to show pages: its launch counts against the trials once, now (decision 0036).
             let launch = try Output.failing { () throws(StoreError) in try packageStore.beginLaunch() }
             for rollback in launch.rolledBack { Output.note("\(rollback.id): trial \(rollback.from) rolled back to \(rollback.to)") }
             var configuration = ServerConfiguration(

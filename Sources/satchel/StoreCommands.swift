@@ -147,7 +147,7 @@ extension Satchel {
 
     struct Launch: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Count an app launch: trials past their launch limit roll back to their confirmed version.")
+            abstract: "Count a launch that shows the app's pages: trials past their launch limit roll back to their confirmed version.")
         @OptionGroup var options: StoreOptions
         @Flag(help: "Print one JSON object.")
         var json = false

@@ -17,7 +17,7 @@ func readmeExample(storeFolder: String, publicKeyText: String, downloadedBundle:
         trustedKeys: [publicKey], builtIns: ["Resources/offline"]))
     for refusal in store.builtInRefusals { print("built-in refused:", refusal) }   // the rest still serve
 
-    // Verify and install (the new version starts on trial), then count this launch once at start.
+    // Verify and install (on trial); this program shows pages, so it counts its launch (a WebKit container counts its own).
     let installed = try store.install(bundle: downloadedBundle)
     let launch = try store.beginLaunch()        // a trial past its launches falls back by itself
     print("installed \(installed.id) \(installed.version); rolled back: \(launch.rolledBack.count)")

@@ -32,10 +32,8 @@ final class OfflinePages {
         let builtIns = Bundle.main.resourceURL.map { [$0.appendingPathComponent("offline").path] } ?? []
         let key = try VerifyingKey(base64: publicKey)
         store = try PackageStore(root: folder.path, configuration: StoreConfiguration(trustedKeys: [key], builtIns: builtIns))
-
-        // Count this launch once, before the engine pins what it serves: a trial past its launches falls back here.
-        let launch = try store.beginLaunch()
-        for rollback in launch.rolledBack { print("satchel: rolled back", rollback) }
+        // No launch is counted here: this also runs when the system starts the app in the background to refresh, which
+        // shows no page. The first page a view asks for counts it (`trials: store` below), before anything is served.
 
         // One HTTP stack for pages and updates; misses go through the app's private HTTP cache.
         let fetcher = URLSessionFetcher()
@@ -43,7 +41,8 @@ final class OfflinePages {
         webViews = try SatchelWebViews(
             engine: engine, policy: NetworkPolicy(allowedHosts: [try HostPattern("m.shop.com")]), fetcher: fetcher,
             hook: HookScript.Configuration(origins: ["satchel://m.shop.com"]),
-            // Each view judges a version on trial from its page: confirmed once healthy, rolled back with a reason.
+            // The launch counted at its first page; each view judges a version on trial from its page: confirmed once
+            // healthy, rolled back with a reason.
             trials: store)
         updater = Updater(store: store, fetcher: fetcher, options: UpdaterOptions(
             catalogURL: catalogURL, trustedKeys: [key], runtime: try SemanticVersion(appVersion)))
@@ -70,7 +69,7 @@ extension OfflinePages {
 // BEGIN APPLE GUIDE
 extension OfflinePages {
     /// At each return to the foreground, and from a `BGAppRefreshTask`: fetch the catalog, download what is new,
-    /// install it on trial. The new version serves from the next launch (the engine pins versions per launch).
+    /// install it on trial. The new version serves from the next launch that shows a page; updating counts none.
     func update() async {
         do {
             let report = try await updater.run()
