@@ -83,3 +83,28 @@ extension OfflinePages {
     }
 }
 // END APPLE GUIDE
+
+// BEGIN APPLE GUIDE
+extension OfflinePages {
+    /// With the store in an App Group container: no lock held while the app is suspended (iOS ends an app suspended
+    /// with a file lock there). Keep the returned object as long as the store.
+    func releaseLocksWhileSuspended() -> SatchelBackgroundLocks {
+        let locks = SatchelBackgroundLocks(store: store, engine: webViews.engine)
+        locks.resumeHandler = { outcome in
+            // Back after a suspension longer than the lease: versions the pages came from were removed meanwhile, and
+            // the engine now serves the active ones (reload the views showing the old ones).
+            if outcome.reloaded { print("satchel: removed while suspended:", outcome.resumed?.lost ?? [:]) }
+            for failure in outcome.failures { print(failure) }
+        }
+        return locks
+    }
+
+    /// From a `BGAppRefreshTask`, which runs while the store is suspended: locks only for the task's length (call
+    /// `locks.suspend()` from its expiration handler too).
+    func updateInBackground(_ locks: SatchelBackgroundLocks) async {
+        locks.resume()
+        await update()
+        locks.suspend()
+    }
+}
+// END APPLE GUIDE

@@ -6,5 +6,6 @@ import WebKit
 let appleTypes: [Any.Type] = [
     SatchelSchemeHandler.self, SatchelBodyMessageHandler.self, SatchelBridgeMessageHandler.self, SatchelWebViews.self,
     WebContentRecovery.self, WarmWebViewPool.self, WKCookieStoreAdapter.self, WebContentTrials.self, SatchelTrialMessageHandler.self,
+    SatchelBackgroundLocks.self,
 ]
 print("type-checked against the WebKit stand-in: \(appleTypes.map { "\($0)" }.joined(separator: ", "))")
