@@ -77,6 +77,9 @@ public struct UpdaterOptions: Sendable {
     /// names, checks the catalog against that version's catalog role, and keeps what it accepted in `downloads/trust/`
     /// for the store, which checks bundles against its bundles role.
     public var trustAnchor: TrustAnchor?
+    /// The Satchel runtime that will read what is installed: catalog entries whose `minRuntime` is above it are
+    /// skipped. By default this library's own (``SatchelRuntime/version``), which is what an app wants: `minRuntime`
+    /// gates the manifest features Satchel reads, never the app's own version. nil skips no entry (tools and tests).
     public var runtime: SemanticVersion?
     public var allowDowngrade: Bool
     /// Packages to update; empty means every installed package the catalog offers.
@@ -96,7 +99,7 @@ public struct UpdaterOptions: Sendable {
     public var concurrency: Int
 
     public init(
-        catalogURL: String, trustedKeys: [VerifyingKey] = [], runtime: SemanticVersion? = nil, allowDowngrade: Bool = false,
+        catalogURL: String, trustedKeys: [VerifyingKey] = [], runtime: SemanticVersion? = SatchelRuntime.version, allowDowngrade: Bool = false,
         packages: [PackageID] = [], timeouts: FetchTimeouts = FetchTimeouts(connect: .seconds(15), responseHead: .seconds(60), idle: .seconds(60)),
         retry: RetryPolicy = RetryPolicy(), channel: ReleaseChannel? = nil, sendsReports: Bool = true,
         concurrency: Int = UpdatePlan.requestsInFlight, trustAnchor: TrustAnchor? = nil

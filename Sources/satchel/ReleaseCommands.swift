@@ -203,7 +203,7 @@ extension Satchel {
         @OptionGroup var options: StoreOptions
         @Option(help: "The catalog URL (http or https).")
         var catalog: String
-        @Option(help: "This app's runtime version; entries whose minRuntime is above it are skipped.")
+        @Option(help: "The Satchel runtime to update for (default: this one's); entries whose minRuntime is above it are skipped.")
         var runtime: String?
         @Flag(help: "Accept a catalog whose newest version is older than the active one.")
         var allowDowngrade = false
@@ -226,7 +226,7 @@ extension Satchel {
 
         func run() async throws {
             let store = try options.openForCommand()
-            let runtimeVersion = try runtime.map(parseVersion)
+            let runtimeVersion = try runtime.map(parseVersion) ?? SatchelRuntime.version
             let releaseChannel: ReleaseChannel?
             do { releaseChannel = try channel.map { try ReleaseChannel($0) } } catch { throw ValidationError("--channel: \(error)") }
             let ids = try packages.map(parseID)

@@ -35,11 +35,11 @@ private struct Release {
         return try Packer.pack(source: source, options: options, outputFolder: folder + "/release").bundle
     }
 
-    func entry(_ path: String, _ version: String, deltas: [CatalogDelta] = []) throws -> CatalogEntry {
+    func entry(_ path: String, _ version: String, minRuntime: SemanticVersion? = nil, deltas: [CatalogDelta] = []) throws -> CatalogEntry {
         let bytes = try readBytes(path)
         return CatalogEntry(
             id: try PackageID("shop"), version: try SemanticVersion(version), url: URL(fileURLWithPath: path).lastPathComponent,
-            size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes), deltas: deltas)
+            size: Int64(bytes.count), sha256: Digests.sha256Hex(bytes), minRuntime: minRuntime, deltas: deltas)
     }
 
     /// Publishes a catalog with the given entries, signed by `signer` (nil: unsigned).
@@ -119,6 +119,24 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
             #expect(again.catalog.notModified)
             #expect(again.outcomes.first?.action == .upToDate)
             #expect(release.origin.requests.filter { $0.url.hasSuffix("catalog.json") }.last?.headers["If-None-Match"] != nil)
+        }
+    }
+
+    @Test("an updater given no runtime is this library's: a version whose minRuntime is newer than SatchelRuntime is not installed")
+    func theRuntimeIsSatchels() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try Release(folder: folder)
+            let newer = try SemanticVersion("\(SatchelRuntime.version.major + 1).0.0")
+            try release.publish([
+                try release.entry(release.v100, "1.0.0"), try release.entry(release.v110, "1.1.0", minRuntime: newer, deltas: [release.deltaEntry]),
+            ], signer: release.key)
+            let store = try PackageStore(root: folder + "/store", configuration: StoreConfiguration(trustedKeys: [release.key.verifyingKey]))
+            try store.install(bundle: release.v100)
+            try store.confirm(PackageID("shop"))
+
+            let report = try await release.updater(store).run()
+            #expect(report.outcomes.allSatisfy { $0.action != .installed }, "\(report.outcomes)")
+            #expect(try store.state(of: PackageID("shop"))?.active.description == "1.0.0")
         }
     }
 
