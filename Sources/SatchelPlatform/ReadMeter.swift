@@ -16,20 +16,10 @@ import Darwin
 /// files, do not count each other's reads).
 package enum ReadMeter {
     #if DEBUG
-    private struct FileKey: Hashable {
-        let device: UInt64
-        let inode: UInt64
-
-        init(_ info: stat) {
-            device = UInt64(truncatingIfNeeded: info.st_dev)
-            inode = UInt64(truncatingIfNeeded: info.st_ino)
-        }
-    }
-
     private final class Counts: @unchecked Sendable {
         let lock = NSLock()
         /// The files measured now: how many measurements watch each, and the bytes read from it so far.
-        var files: [FileKey: (watchers: Int, bytes: Int64)] = [:]
+        var files: [FileIdentity: (watchers: Int, bytes: Int64)] = [:]
     }
 
     private static let counts = Counts()
@@ -46,7 +36,7 @@ package enum ReadMeter {
         guard measuring else { return }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return }
-        let key = FileKey(info)
+        let key = FileIdentity(info)
         counts.lock.lock()
         counts.files[key]?.bytes += Int64(count)
         counts.lock.unlock()
@@ -59,7 +49,7 @@ package enum ReadMeter {
     package static func bytesRead(from path: String, during body: () throws -> Void) throws -> Int64 {
         var info = stat()
         guard stat(path, &info) == 0 else { throw Errno(errno) }
-        let key = FileKey(info)
+        let key = FileIdentity(info)
         counts.lock.lock()
         let start = counts.files[key]?.bytes ?? 0
         counts.files[key] = ((counts.files[key]?.watchers ?? 0) + 1, start)

@@ -60,29 +60,18 @@ public enum SourceTree {
         let rootPath = String(cString: realRoot)
         free(realRoot)
         var walker = Walker(rootRealPath: rootPath, excludes: excludes)
-        walker.visited.insert(FolderID(info))
+        walker.visited.insert(FileIdentity(info))
         try walker.walk(folder: rootPath, relative: "")
         guard !walker.files.isEmpty else { throw .sourceEmpty(root) }
         return walker.files.sorted { $0.path < $1.path }
     }
 
-    private struct FolderID: Hashable {
-        let device: UInt64
-        let inode: UInt64
-
-        /// Darwin's `dev_t` is a signed 32-bit integer and may be negative, where `UInt64(_:)` would trap: the bits
-        /// are the identity, so they are kept as they are.
-        init(_ info: stat) {
-            device = UInt64(truncatingIfNeeded: info.st_dev)
-            inode = UInt64(truncatingIfNeeded: info.st_ino)
-        }
-    }
 
     private struct Walker {
         let rootRealPath: String
         let excludes: ExcludeRules
         var files: [SourceFile] = []
-        var visited = Set<FolderID>()
+        var visited = Set<FileIdentity>()
         var collisionKeys: [String: SafePath] = [:]
 
         mutating func walk(folder: String, relative: String) throws(PackError) {
@@ -120,7 +109,7 @@ public enum SourceTree {
                 case S_IFDIR:
                     if excludes.excludes(relativePath: relativePath, isFolder: true) { continue }
                     // A symlink back up the tree would loop forever; each real folder is walked once.
-                    guard visited.insert(FolderID(info)).inserted else {
+                    guard visited.insert(FileIdentity(info)).inserted else {
                         throw .symlinkLoop(path: relativePath)
                     }
                     try walk(folder: location, relative: relativePath)
