@@ -5,8 +5,8 @@ import PackageDescription
 // zlib, checked by tools/test): SatchelPlatform, SatchelCore, SatchelArchive, SatchelBundle, SatchelStore, SatchelHTTP,
 // SatchelCache, SatchelEngine, SatchelHost, SatchelWebKit, SatchelUpdate, SatchelDiff. Publishing side (CI and servers): SatchelPublishing
 // (libarchive), SatchelNetwork, SatchelServer, SatchelOptions, SatchelReportPage, satchel.
-//   SatchelPlatform the one home of platform calls (file times, read/write loops, flushing, syncfs, flock) and the
-//                   privacy manifest Apple asks of an SDK that makes them
+//   SatchelPlatform the one home of platform calls (file times, read/write loops, flushing, syncfs, flock, the app's
+//                   code-signature seal) and the privacy manifest Apple asks of an SDK that makes them
 //   SatchelCore     pure model and rules, no I/O
 //   SatchelArchive  zip read and written with Satchel's own code on zlib, gzip (above Core: its calendar)
 //   SatchelBundle   the bundle format as a device reads it: the streaming verifier, in-place bundles, the assembled delta
