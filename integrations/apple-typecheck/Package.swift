@@ -16,6 +16,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "UIKit"),
+        // docs/apple.md's background refresh (AppleGuide.swift): BackgroundTasks as Apple documents it.
+        .target(name: "BackgroundTasks"),
         .target(name: "WebKit", dependencies: ["UIKit"]),
         // The whole device side, from the repository's own sources: what an iOS app links.
         .systemLibrary(name: "CZlib"),
@@ -42,7 +44,7 @@ let package = Package(
         .target(name: "SatchelDeviceTests", dependencies: ["SatchelWebKit", "SatchelHost", "WebKit"]),
         .executableTarget(name: "apple-typecheck", dependencies: [
             "SatchelWebKit", "SatchelHost", "WebKit", "SatchelUpdate", "SatchelStore", "SatchelCache", "SatchelBundle", "SatchelArchive",
-            "SatchelDiff",
+            "SatchelDiff", "BackgroundTasks",
         ]),
     ]
 )
