@@ -148,6 +148,8 @@ extension PackageStore: PackageSource {
         // Kept and checked under one lock: a suspension that began after the check above, and listed the pins before
         // this one was kept, is seen here.
         if suspension.withLock({ state -> Bool in
+            // Pins an engine dropped leave the list here too: a server in immediate mode pins at every activation.
+            state.pins.removeAll { $0.pin == nil }
             state.pins.append(WeakPin(pin: pin))
             return state.suspended
         }) {
