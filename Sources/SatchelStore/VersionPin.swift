@@ -49,22 +49,12 @@ public final class VersionPin: Sendable {
         let identity: FileIdentity?
     }
 
-    /// What a file is, whatever its name: device and inode. A version folder removed and installed again under the same
-    /// number is another folder, whose files the engine has not indexed.
-    struct FileIdentity: Equatable {
-        let device: UInt64
-        let inode: UInt64
-
-        init(_ info: stat) {
-            device = UInt64(truncatingIfNeeded: info.st_dev)
-            inode = UInt64(truncatingIfNeeded: info.st_ino)
-        }
-
-        init?(path: String) {
-            var info = stat()
-            guard stat(path, &info) == 0 else { return nil }
-            self.init(info)
-        }
+    /// A file's device and inode (SatchelPlatform's ``FileIdentity``), nil when nothing is at `path`. A version folder
+    /// removed and installed again under the same number is another folder, whose files the engine has not indexed.
+    static func identity(of path: String) -> FileIdentity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileIdentity(info)
     }
 
     /// The line that keeps a pin whose lock is free: three words, so that runtimes from before it, which read lines of
@@ -77,7 +67,7 @@ public final class VersionPin: Sendable {
         folder: String, versions: [PackageID: SemanticVersion], folders: [PackageID: String] = [:], suspendedUntil: Int64? = nil
     ) throws(StoreError) {
         let pinned = Dictionary(uniqueKeysWithValues: versions.map { id, version in
-            (id, Pinned(version: version, folder: folders[id], identity: folders[id].flatMap { FileIdentity(path: $0) }))
+            (id, Pinned(version: version, folder: folders[id], identity: folders[id].flatMap { Self.identity(of: $0) }))
         })
         let (path, descriptor, length) = try Self.create(in: folder, pinned, suspendedUntil: suspendedUntil)
         state = Locked(State(
@@ -177,7 +167,7 @@ public final class VersionPin: Sendable {
     private static func resume(_ state: inout State, folder: String) throws(StoreError) -> Resumption {
         guard state.held == .suspended else { return .notSuspended }
         var info = stat()
-        if fstat(state.descriptor, &info) == 0, info.st_nlink > 0, FileIdentity(path: state.path) == FileIdentity(info) {
+        if fstat(state.descriptor, &info) == 0, info.st_nlink > 0, identity(of: state.path) == FileIdentity(info) {
             if let code = FileLock.lock(state.descriptor, .exclusive) { throw .system("flock", state.path, code) }
             // Locked again, the lease line is only in the way: cut off, a pin left by a crash is a dead process's at once.
             // Failing to cut it costs nothing but time: the lease outlives this process by at most its length.
@@ -188,7 +178,7 @@ public final class VersionPin: Sendable {
         var kept: [PackageID: Pinned] = [:]
         var lost: [PackageID: SemanticVersion] = [:]
         for (id, pinned) in state.versions {
-            if pinned.identity == nil || pinned.folder.flatMap({ FileIdentity(path: $0) }) == pinned.identity {
+            if pinned.identity == nil || pinned.folder.flatMap({ identity(of: $0) }) == pinned.identity {
                 kept[id] = pinned
             } else {
                 lost[id] = pinned.version
