@@ -139,8 +139,10 @@ open class WKNavigationResponse: NSObject {
 @MainActor
 public protocol WKNavigationDelegate: NSObjectProtocol {
     func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!)
+    func webView(_ webView: WKWebView, didFailProvisionalNavigation navigation: WKNavigation!, withError error: any Error)
     func webView(_ webView: WKWebView, didCommit navigation: WKNavigation!)
     func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!)
+    func webView(_ webView: WKWebView, didFail navigation: WKNavigation!, withError error: any Error)
     @available(macOS 10.11, iOS 9.0, *)
     func webViewWebContentProcessDidTerminate(_ webView: WKWebView)
     func webView(
@@ -150,8 +152,10 @@ public protocol WKNavigationDelegate: NSObjectProtocol {
 
 extension WKNavigationDelegate {
     public func webView(_ webView: WKWebView, didStartProvisionalNavigation navigation: WKNavigation!) {}
+    public func webView(_ webView: WKWebView, didFailProvisionalNavigation navigation: WKNavigation!, withError error: any Error) {}
     public func webView(_ webView: WKWebView, didCommit navigation: WKNavigation!) {}
     public func webView(_ webView: WKWebView, didFinish navigation: WKNavigation!) {}
+    public func webView(_ webView: WKWebView, didFail navigation: WKNavigation!, withError error: any Error) {}
     public func webViewWebContentProcessDidTerminate(_ webView: WKWebView) {}
     public func webView(
         _ webView: WKWebView, decidePolicyFor navigationResponse: WKNavigationResponse,
