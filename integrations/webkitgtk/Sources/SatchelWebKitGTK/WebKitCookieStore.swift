@@ -12,6 +12,9 @@ import SatchelWebKit
 /// libsoup has no "SameSite not given": such a cookie is kept as `Lax`, which is how it is enforced anyway. It keeps
 /// no creation time either: cookies read back have `created` 0 (a `Cookie` header then orders equal paths as the
 /// store lists them).
+///
+/// It tells the jar of every change (the manager's `changed` signal), so that the jar reads the store once per change
+/// rather than on every request and `document.cookie` read (issue 48).
 public final class WebKitCookieStore: CookieStore, @unchecked Sendable {
     /// `WebKitCookieManager*`; touched on the main context's thread only.
     let manager: OpaquePointer
@@ -64,6 +67,37 @@ public final class WebKitCookieStore: CookieStore, @unchecked Sendable {
     /// Each cookie deleted in turn (`webkit_cookie_manager_replace_cookies` with an empty list never calls back).
     public func deleteAllCookies() async {
         for cookie in await allCookies() { await deleteCookie(cookie) }
+    }
+
+    /// Connects `changed` to the manager's `changed` signal, which WebKit emits on the main context's thread after any
+    /// change (the web view's own loads and the jar's writes alike). The connection is made on that thread, later than
+    /// this call, so `changed` is also called once it is made: a change before it went untold.
+    public func observeChanges(_ changed: @escaping @Sendable () -> Void) -> Bool {
+        executor.execute { [self] in
+            let handler: @convention(c) (UnsafeMutableRawPointer?, gpointer?) -> Void = { _, data in
+                Unmanaged<ChangeHandler>.fromOpaque(data!).takeUnretainedValue().changed()
+            }
+            // The handler lives as long as the connection: GLib releases it when the manager (the session's) goes.
+            g_signal_connect_data(
+                UnsafeMutableRawPointer(manager), "changed", unsafeBitCast(handler, to: GCallback.self),
+                Unmanaged.passRetained(ChangeHandler(changed)).toOpaque(), { data, _ in Unmanaged<ChangeHandler>.fromOpaque(data!).release() },
+                GConnectFlags(0))
+            changed()
+        }
+        return true
+    }
+
+    /// The cookie as libsoup keeps it and ``allCookies()`` gives it back: SameSite not given as Lax, expiry in whole
+    /// seconds, creation time 0.
+    public func kept(_ cookie: Cookie) -> Cookie? {
+        let soup = Self.soupCookie(cookie)
+        defer { soup_cookie_free(soup) }
+        return Self.cookie(from: soup)
+    }
+
+    private final class ChangeHandler {
+        let changed: @Sendable () -> Void
+        init(_ changed: @escaping @Sendable () -> Void) { self.changed = changed }
     }
 
     // MARK: Conversions
