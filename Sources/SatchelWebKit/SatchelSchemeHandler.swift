@@ -36,19 +36,30 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
     /// its own executor, whichever queue the app gave it, with nothing to assert.
     final class TaskAdapter: SchemeTask, @unchecked Sendable {
         let task: any WKURLSchemeTask
+        /// The request without its body: this initializer runs in `webView(_:start:)`, on the main thread.
         let request: ResourceRequest
+        /// The body as WebKit delivered it, if it did (httpBody or httpBodyStream), taken at start and read only in
+        /// ``readRequest()``, which the driver calls off the main thread (issue 48).
+        private let body: Data?
+        private let stream: InputStream?
 
         init(_ task: any WKURLSchemeTask) {
             self.task = task
             let sent = task.request
             var headers = HTTPHeaders()
             for (name, value) in sent.allHTTPHeaderFields ?? [:] { headers.add(name, value) }
-            // The body WebKit delivered, if any (httpBody or httpBodyStream); what it dropped comes through the hook.
-            // One it cannot read (past the limit) goes as none: the engine then asks the hook's channels for it.
-            let body = (try? DeliveredBody.read(body: sent.httpBody, stream: sent.httpBodyStream)) ?? nil
             request = ResourceRequest(
-                method: sent.httpMethod.map { RequestMethod($0) } ?? .get, url: sent.url?.absoluteString ?? "", headers: headers,
-                body: body)
+                method: sent.httpMethod.map { RequestMethod($0) } ?? .get, url: sent.url?.absoluteString ?? "", headers: headers)
+            body = sent.httpBody
+            stream = sent.httpBodyStream
+        }
+
+        func readRequest() -> ResourceRequest {
+            // What WebKit dropped comes through the hook. A body it delivered that cannot be read (past the limit, a
+            // failing stream) goes as none: the engine then asks the hook's channels for it.
+            var whole = request
+            whole.body = (try? DeliveredBody.read(body: body, stream: stream)) ?? nil
+            return whole
         }
 
         func didReceive(_ head: ResponseHead) {
