@@ -43,18 +43,33 @@ public final class VersionPin: Sendable {
 
     struct Pinned: Equatable {
         let version: SemanticVersion
-        /// The version folder's device and inode when pinned; nil when there was none (the version has no folder,
-        /// so nothing of it can be lost).
+        /// The version folder's stamp when pinned; nil when there was none (the version has no folder, so nothing of
+        /// it can be lost).
         let folder: String?
-        let identity: FileIdentity?
+        let identity: FolderStamp?
     }
 
-    /// A file's device and inode (SatchelPlatform's ``FileIdentity``), nil when nothing is at `path`. A version folder
-    /// removed and installed again under the same number is another folder, whose files the engine has not indexed.
+    /// A version folder as it was when pinned: its device and inode, and its change time. A version folder removed and
+    /// installed again under the same number is another folder, whose files the engine has not indexed; the file
+    /// system may give it the inode the removed one had (seen in tests), never the same change time, since creating it
+    /// sets one. Nothing changes an installed version's folder afterwards.
+    struct FolderStamp: Equatable {
+        let file: FileIdentity
+        let changed: Int64
+    }
+
+    /// A file's device and inode (SatchelPlatform's ``FileIdentity``), nil when nothing is at `path`.
     static func identity(of path: String) -> FileIdentity? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return FileIdentity(info)
+    }
+
+    /// A folder's ``FolderStamp``, nil when nothing is at `path`.
+    static func stamp(of path: String) -> FolderStamp? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FolderStamp(file: FileIdentity(info), changed: FileTimes.changed(info))
     }
 
     /// The line that keeps a pin whose lock is free: three words, so that runtimes from before it, which read lines of
@@ -67,7 +82,7 @@ public final class VersionPin: Sendable {
         folder: String, versions: [PackageID: SemanticVersion], folders: [PackageID: String] = [:], suspendedUntil: Int64? = nil
     ) throws(StoreError) {
         let pinned = Dictionary(uniqueKeysWithValues: versions.map { id, version in
-            (id, Pinned(version: version, folder: folders[id], identity: folders[id].flatMap { Self.identity(of: $0) }))
+            (id, Pinned(version: version, folder: folders[id], identity: folders[id].flatMap { Self.stamp(of: $0) }))
         })
         let (path, descriptor, length) = try Self.create(in: folder, pinned, suspendedUntil: suspendedUntil)
         state = Locked(State(
@@ -178,7 +193,7 @@ public final class VersionPin: Sendable {
         var kept: [PackageID: Pinned] = [:]
         var lost: [PackageID: SemanticVersion] = [:]
         for (id, pinned) in state.versions {
-            if pinned.identity == nil || pinned.folder.flatMap({ identity(of: $0) }) == pinned.identity {
+            if pinned.identity == nil || pinned.folder.flatMap({ stamp(of: $0) }) == pinned.identity {
                 kept[id] = pinned
             } else {
                 lost[id] = pinned.version
