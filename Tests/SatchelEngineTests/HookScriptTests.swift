@@ -29,11 +29,13 @@ struct HookScriptTests {
 
     static let secret = BodyProofSecret.random()
 
-    /// A check against the hook's secret with a real clock and a ledger of used nonces.
+    /// A check against the hook's secret with a real clock and a ledger of used nonces. Its proofs live an hour, not
+    /// the default two minutes: the harness makes them once, and a busy machine may take minutes to check them all
+    /// (a full run under load took 161 s); freshness itself is the stale proof's case below, two hours old.
     static func proofCheck(_ secret: BodyProofSecret = Self.secret) -> BodyProofCheck {
         let used = Locked(Set<String>())
         return BodyProofCheck(
-            secret: secret, now: { Int64((Date().timeIntervalSince1970 * 1000).rounded()) },
+            secret: secret, maxAge: .seconds(3600), now: { Int64((Date().timeIntervalSince1970 * 1000).rounded()) },
             claimNonce: { nonce in used.withLock { $0.insert(nonce).inserted } })
     }
 
@@ -160,8 +162,8 @@ struct HookScriptTests {
             let usesStore = request.headers["X-Satchel-Body-Id"] != nil || request.url.contains("SATCHEL_BODY_ID=")
             #expect(taken == (usesStore ? 1 : 0), "\(sent.label): only the proven request took a stored body")
         }
-        // A stale proof: made ten minutes ago.
-        let old = BodyProof.make(secret: Self.secret, channel: .header, binding: "hi", time: Int64(Date().timeIntervalSince1970 * 1000) - 600_000, nonce: "AAAAAAAAAAAA")
+        // A stale proof: made two hours ago.
+        let old = BodyProof.make(secret: Self.secret, channel: .header, binding: "hi", time: Int64(Date().timeIntervalSince1970 * 1000) - 7_200_000, nonce: "AAAAAAAAAAAA")
         do {
             _ = try restorer.restore(ResourceRequest(method: "POST", url: "https://m.shop.com/x", headers: ["X-Satchel-Body": "hi", "X-Satchel-Token": old]), takeStoredBody: { _ in nil }, proof: Self.proofCheck())
             Issue.record("a stale proof must be refused")

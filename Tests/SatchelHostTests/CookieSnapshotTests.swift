@@ -124,6 +124,9 @@ struct CookieSnapshotTests {
     let page = "satchel://m.shop.com/cart/view"
     let upstream = "https://m.shop.com/api/cart"
     var request: ResourceRequest { ResourceRequest(url: page) }
+    /// The store's bound, far beyond any wait these tests make on purpose (they hold a read until they release it): a
+    /// busy machine must never turn a held read into a timeout. The timeout's own test sets 50 ms.
+    static let patient = AppCookieJar.Configuration(storeTimeout: .seconds(3600))
 
     /// A clock that moves one second per call: cookies written one after another are created in that order.
     static func steppingClock() -> @Sendable () -> Double {
@@ -136,7 +139,7 @@ struct CookieSnapshotTests {
         let store = ObservedCookieStore(cookies: [
             Cookie(name: "sid", value: "s1", domain: "m.shop.com", httpOnly: true), Cookie(name: "theme", value: "dark", domain: "m.shop.com"),
         ])
-        let jar = AppCookieJar(store: store)
+        let jar = AppCookieJar(store: store, configuration: Self.patient)
         for _ in 0..<10 {
             #expect(try await jar.cookieHeader(for: upstream, request: request) == "sid=s1; theme=dark")
             #expect(try await jar.documentCookie(for: page) == "theme=dark")
@@ -148,7 +151,7 @@ struct CookieSnapshotTests {
     @Test("the store says it changed: the next read makes exactly one round trip and sees the change, the reads after it none")
     func notified() async throws {
         let store = ObservedCookieStore()
-        let jar = AppCookieJar(store: store)
+        let jar = AppCookieJar(store: store, configuration: Self.patient)
         #expect(try await jar.documentCookie(for: page) == "")
         store.webViewSets(Cookie(name: "a", value: "1", domain: "m.shop.com"))
         #expect(try await jar.documentCookie(for: page) == "", "until the store tells, the jar answers from what it read")
@@ -164,7 +167,7 @@ struct CookieSnapshotTests {
     @Test("the jar's own writes are in the snapshot at once; the observer's later callback costs one round trip and loses none of them")
     func ownWrites() async throws {
         let store = ObservedCookieStore()
-        let jar = AppCookieJar(store: store, clock: Self.steppingClock())
+        let jar = AppCookieJar(store: store, configuration: Self.patient, clock: Self.steppingClock())
         #expect(try await jar.documentCookie(for: page) == "")
         #expect(try await jar.pageWrote("theme=ocean; Path=/", at: page).map(\.name) == .success("theme"))
         #expect(try await jar.received(["sid=s2; Path=/; HttpOnly"], for: page, request: request) == [])
@@ -187,7 +190,7 @@ struct CookieSnapshotTests {
     @Test("a change told while a round trip is in flight: that answer is not kept, the next read asks again, and its answer is kept")
     func changedDuringRoundTrip() async throws {
         let store = ObservedCookieStore(holdReads: [1])
-        let jar = AppCookieJar(store: store)
+        let jar = AppCookieJar(store: store, configuration: Self.patient)
         let early = Task { try await jar.documentCookie(for: page) }
         await store.readsStarted(1)
         store.webViewSets(Cookie(name: "a", value: "1", domain: "m.shop.com"))
@@ -203,7 +206,7 @@ struct CookieSnapshotTests {
     @Test("a round trip that began before the jar's write and ends after it does not undo the write")
     func staleRoundTripEndsAfterWrite() async throws {
         let store = ObservedCookieStore(holdReads: [1, 2])
-        let jar = AppCookieJar(store: store)
+        let jar = AppCookieJar(store: store, configuration: Self.patient)
         let early = Task { try await jar.documentCookie(for: page) }
         await store.readsStarted(1)
         // Something else changed the store: the round trip in flight may not hold it, so the write reads anew.
@@ -222,7 +225,7 @@ struct CookieSnapshotTests {
     @Test("readers that come while the snapshot is unknown share one round trip")
     func sharedRoundTrip() async throws {
         let store = ObservedCookieStore(cookies: [Cookie(name: "theme", value: "dark", domain: "m.shop.com")], holdReads: [1])
-        let jar = AppCookieJar(store: store)
+        let jar = AppCookieJar(store: store, configuration: Self.patient)
         let readers = (0..<8).map { index in
             Task { index.isMultiple(of: 2) ? try await jar.documentCookie(for: page) : try await jar.cookieHeader(for: upstream, request: request) }
         }
@@ -240,7 +243,7 @@ struct CookieSnapshotTests {
     @Test("a store that cannot tell of changes is asked on every read, as before")
     func unobserved() async throws {
         let store = ObservedCookieStore(cookies: [Cookie(name: "theme", value: "dark", domain: "m.shop.com")], tellsOfChanges: false)
-        let jar = AppCookieJar(store: store)
+        let jar = AppCookieJar(store: store, configuration: Self.patient)
         for _ in 0..<3 { #expect(try await jar.documentCookie(for: page) == "theme=dark") }
         _ = try await jar.pageWrote("a=1; Path=/", at: page)
         #expect(try await jar.documentCookie(for: page) == "theme=dark; a=1")
@@ -266,7 +269,7 @@ struct CookieSnapshotTests {
     @Test("a written cookie is in the snapshot as the store keeps it: one the store cannot hold is not shown")
     func keptAsTheStoreKeepsIt() async throws {
         let store = ObservedCookieStore(refused: ["odd"])
-        let jar = AppCookieJar(store: store)
+        let jar = AppCookieJar(store: store, configuration: Self.patient)
         #expect(try await jar.documentCookie(for: page) == "")
         #expect(try await jar.pageWrote("odd=1; Path=/", at: page).map(\.name) == .success("odd"), "the rules accept it")
         #expect(try await jar.documentCookie(for: page) == "", "a round trip would not show it either")
