@@ -115,7 +115,7 @@ let package = Package(
         .target(name: "SatchelHost", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
         // The WKURLSchemeHandler and the web views on Apple platforms, and URLSessionFetcher (their HTTP stack; tested
         // on Linux through FoundationNetworking).
-        .target(name: "SatchelWebKit", dependencies: ["SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCore"]),
+        .target(name: "SatchelWebKit", dependencies: ["SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelPlatform"]),
         // The updater: catalog, resumable downloads, delta install through the store. It downloads through the
         // NetworkFetcher seam, so an app gives the updater and the engine one HTTP stack.
         .target(name: "SatchelUpdate", dependencies: ["SatchelStore", "SatchelBundle", "SatchelArchive", "SatchelDiff", "SatchelHTTP", "SatchelCore", "SatchelPlatform"]),

@@ -27,11 +27,12 @@ public protocol SchemeTask: AnyObject, Sendable {
     /// The request as far as it is known at start, on the executor: method, URL and headers (the driver keeps the
     /// URL and the keepalive marker from it), and the body only when the task already holds it in memory.
     var request: ResourceRequest { get }
-    /// The whole request, body included. The driver calls it once, from its work and never on the executor, because
+    /// The whole request, body included. The driver awaits it once, from its work and never on the executor, because
     /// the body may have to be read from a stream (up to 64 MiB of `httpBodyStream` for a `WKURLSchemeTask`), which
-    /// must not hold up the executor's thread: the main thread in an app (issue 48). Default: ``request``, for a task
+    /// must not hold up the executor's thread (the main thread in an app, issue 48) nor a thread of Swift's
+    /// cooperative pool: a task that reads a stream does it on a thread of its own. Default: ``request``, for a task
     /// whose body is already in it.
-    func readRequest() -> ResourceRequest
+    func readRequest() async -> ResourceRequest
     func didReceive(_ head: ResponseHead)
     /// Hands over a chunk; the task calls `ready` (on the executor's thread, once) when it can take the next.
     /// `WKURLSchemeTask` copies the bytes at once, so its adapter calls `ready` at once; a `GInputStream` calls it
@@ -42,7 +43,7 @@ public protocol SchemeTask: AnyObject, Sendable {
 }
 
 extension SchemeTask {
-    public func readRequest() -> ResourceRequest { request }
+    public func readRequest() async -> ResourceRequest { request }
 }
 
 /// The life of one scheme task as a state machine whose transitions return what to do (swift-nio's style),
@@ -193,7 +194,7 @@ public final class SchemeTaskDriver: Sendable {
             defer { forget(key, running) }
             // The body is read here, off the executor, whose thread (the main thread in an app) would otherwise wait
             // for up to 64 MiB of a stream (issue 48); and first, so as close to WebKit's start as it can be.
-            let request = task.readRequest()
+            let request = await task.readRequest()
             // Nothing is read from a package before the launch that shows it was counted and its versions pinned.
             if let launch { _ = await launch.begin() }
             let response = await layer.respond(to: request).response

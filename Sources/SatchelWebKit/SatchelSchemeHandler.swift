@@ -2,6 +2,7 @@
 import Foundation
 import SatchelCore
 import SatchelHost
+import SatchelPlatform
 import SatchelEngine
 import WebKit
 
@@ -43,6 +44,9 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
         private let body: Data?
         private let stream: InputStream?
 
+        /// The stream, handed to the one thread that reads it (InputStream is not Sendable; nothing else touches it).
+        struct UncheckedStream: @unchecked Sendable { let stream: InputStream }
+
         init(_ task: any WKURLSchemeTask) {
             self.task = task
             let sent = task.request
@@ -54,11 +58,15 @@ public final class SatchelSchemeHandler: NSObject, WKURLSchemeHandler {
             stream = sent.httpBodyStream
         }
 
-        func readRequest() -> ResourceRequest {
+        func readRequest() async -> ResourceRequest {
             // What WebKit dropped comes through the hook. A body it delivered that cannot be read (past the limit, a
-            // failing stream) goes as none: the engine then asks the hook's channels for it.
+            // failing stream) goes as none: the engine then asks the hook's channels for it. A stream is read on a
+            // thread of its own: its reads block, for as long as WebKit takes to fill it.
             var whole = request
-            whole.body = (try? DeliveredBody.read(body: body, stream: stream)) ?? nil
+            let (body, stream) = (body, stream.map(UncheckedStream.init))
+            whole.body = stream == nil
+                ? (try? DeliveredBody.read(body: body, stream: nil)) ?? nil
+                : await onOwnThread { (try? DeliveredBody.read(body: body, stream: stream?.stream)) ?? nil }
             return whole
         }
 

@@ -39,7 +39,7 @@ let package = Package(
         ]),
         .target(name: "SatchelEngine", dependencies: ["SatchelHTTP", "SatchelCore"], resources: [.copy("Hook")]),
         .target(name: "SatchelHost", dependencies: ["SatchelEngine", "SatchelHTTP", "SatchelCore"]),
-        .target(name: "SatchelWebKit", dependencies: ["SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCore", "WebKit"]),
+        .target(name: "SatchelWebKit", dependencies: ["SatchelHost", "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelPlatform", "WebKit"]),
         // integrations/apple-device-tests: the XCTest file an app team runs on a device, compiled here only.
         .target(name: "SatchelDeviceTests", dependencies: ["SatchelWebKit", "SatchelHost", "WebKit"]),
         .executableTarget(name: "apple-typecheck", dependencies: [
