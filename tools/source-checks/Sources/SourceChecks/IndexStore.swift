@@ -33,7 +33,7 @@ public struct SymbolReference: Hashable, Sendable {
     }
 }
 
-public struct IndexStoreError: Error, CustomStringConvertible {
+public struct AvailabilityInputError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
@@ -47,12 +47,12 @@ public final class IndexStore {
 
     public init(path: String, library libraryPath: String) throws {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw IndexStoreError("no index store at \(path): build the package first (a debug swift build writes it)")
+            throw AvailabilityInputError("no index store at \(path): build the package first (a debug swift build writes it)")
         }
         library = try LibIndexStore(path: libraryPath)
         var error: ci_opaque?
         guard let store = library.storeCreate(path, &error) else {
-            throw IndexStoreError("cannot open the index store at \(path): \(library.describe(error))")
+            throw AvailabilityInputError("cannot open the index store at \(path): \(library.describe(error))")
         }
         self.store = store
         self.path = path
@@ -71,7 +71,7 @@ public final class IndexStore {
                 .deletingLastPathComponent().appendingPathComponent("lib").appendingPathComponent(name)
             if FileManager.default.fileExists(atPath: library.path) { return library.path }
         }
-        throw IndexStoreError("no \(name) beside a swiftc on PATH")
+        throw AvailabilityInputError("no \(name) beside a swiftc on PATH")
     }
 
     /// Every reference (not a declaration) made by source files compiled into `modules`. When the store holds
@@ -82,7 +82,7 @@ public final class IndexStore {
         for unit in unitNames() {
             var error: ci_opaque?
             guard let reader = library.unitReaderCreate(store, unit, &error) else {
-                throw IndexStoreError("cannot read unit \(unit) of \(path): \(library.describe(error))")
+                throw AvailabilityInputError("cannot read unit \(unit) of \(path): \(library.describe(error))")
             }
             defer { library.unitReaderDispose(reader) }
             let module = library.string(library.unitModuleName(reader))
@@ -131,7 +131,7 @@ public final class IndexStore {
     private func references(inRecord record: String, path: String, module: String) throws -> [SymbolReference] {
         var error: ci_opaque?
         guard let reader = library.recordReaderCreate(store, record, &error) else {
-            throw IndexStoreError("cannot read record \(record) of \(path): \(library.describe(error))")
+            throw AvailabilityInputError("cannot read record \(record) of \(path): \(library.describe(error))")
         }
         defer { library.recordReaderDispose(reader) }
         final class Occurrences {
@@ -176,7 +176,7 @@ enum SymbolRole {
 }
 
 /// libIndexStore's functions, looked up by name in the toolchain's library.
-private final class LibIndexStore: @unchecked Sendable {
+private final class LibIndexStore {
     let storeCreate: ci_store_create_fn
     let storeDispose: ci_dispose_fn
     let errorDescription: ci_error_get_description_fn
@@ -201,10 +201,10 @@ private final class LibIndexStore: @unchecked Sendable {
 
     init(path: String) throws {
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-            throw IndexStoreError("cannot open \(path): \(dlerror().map { String(cString: $0) } ?? "unknown error")")
+            throw AvailabilityInputError("cannot open \(path): \(dlerror().map { String(cString: $0) } ?? "unknown error")")
         }
         func function<T>(_ name: String, as type: T.Type) throws -> T {
-            guard let symbol = dlsym(handle, name) else { throw IndexStoreError("\(path) has no \(name)") }
+            guard let symbol = dlsym(handle, name) else { throw AvailabilityInputError("\(path) has no \(name)") }
             return unsafeBitCast(symbol, to: type)
         }
         storeCreate = try function("indexstore_store_create", as: ci_store_create_fn.self)

@@ -95,13 +95,13 @@ public struct AvailabilityTable: Sendable {
         for directory in directories {
             let files = try FileManager.default.contentsOfDirectory(atPath: directory)
                 .filter { $0.hasSuffix(".symbols.json") }.sorted()
-            guard !files.isEmpty else { throw IndexStoreError("no *.symbols.json in \(directory)") }
+            guard !files.isEmpty else { throw AvailabilityInputError("no *.symbols.json in \(directory)") }
             for file in files {
                 let data = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent(file))
                 do {
                     add(try JSONDecoder().decode(SymbolGraph.self, from: data), file: file)
                 } catch let error as DecodingError {
-                    throw IndexStoreError("\(directory)/\(file) is not a symbol graph: \(error)")
+                    throw AvailabilityInputError("\(directory)/\(file) is not a symbol graph: \(error)")
                 }
             }
         }
@@ -231,16 +231,16 @@ public struct DeploymentTargets: Sendable, Equatable {
 
     public init(packageJSON data: Data) throws {
         guard let package = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw IndexStoreError("the package description is not a JSON object")
+            throw AvailabilityInputError("the package description is not a JSON object")
         }
         let declared = package["platforms"] as? [[String: Any]] ?? []
         var floors: [ApplePlatform: PlatformVersion] = [:]
         for platform in ApplePlatform.allCases {
             guard let entry = declared.first(where: { $0["platformName"] as? String == platform.packageName }) else {
-                throw IndexStoreError("the package declares no \(platform) deployment target (platforms: in Package.swift)")
+                throw AvailabilityInputError("the package declares no \(platform) deployment target (platforms: in Package.swift)")
             }
             guard let text = entry["version"] as? String, let version = PlatformVersion(text) else {
-                throw IndexStoreError("the package's \(platform) deployment target is not a version: \(entry["version"] ?? "none")")
+                throw AvailabilityInputError("the package's \(platform) deployment target is not a version: \(entry["version"] ?? "none")")
             }
             floors[platform] = version
         }

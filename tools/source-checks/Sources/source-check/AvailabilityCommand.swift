@@ -40,7 +40,7 @@ struct Availability: ParsableCommand {
             for path in indexStore {
                 let found = try IndexStore(path: path, library: library).references(inModules: Set(module))
                 guard !found.isEmpty else {
-                    throw IndexStoreError("\(path) holds no reference from \(module.joined(separator: ", ")): build them first")
+                    throw AvailabilityInputError("\(path) holds no reference from \(module.joined(separator: ", ")): build them first")
                 }
                 references += found
             }
