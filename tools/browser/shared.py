@@ -67,8 +67,8 @@ def header(record, name):
 def make_echo_handler(recorder, serve_probe_in_origin_form=False):
     """An HTTP handler class recording into `recorder`. Besides /echo/<case> (records, answers with the body's length
     and sha256) it has what the WebKit suite needs of a misbehaving origin: /slow/<case> (an answer that never ends, a
-    chunk every 50 ms), /stall/<case> (no answer at all), /set-cookie, /redirect?to=…, /status/<case> (did the
-    client of <case> go away?), and for the HTTP cache /cache/<name>[.svg]?cc=<Cache-Control> (an answer numbered by how
+    chunk every 50 ms), /stall/<case> (no answer at all), /set-cookie, /redirect?to=…, /status/<case> (has
+    <case> arrived, did its client go away?), and for the HTTP cache /cache/<name>[.svg]?cc=<Cache-Control> (an answer numbered by how
     often the origin was asked, with ETag "v1" answered 304 when the request carries it, unless etag=0)."""
 
     class EchoHandler(http.server.BaseHTTPRequestHandler):
@@ -117,7 +117,8 @@ def make_echo_handler(recorder, serve_probe_in_origin_form=False):
                 case = path[8:]
                 with recorder.lock:
                     gone = case in recorder.disconnects
-                return self.reply(200, json.dumps({"clientGone": gone}).encode(), "application/json")
+                    arrived = any(urllib.parse.urlsplit(r["path"]).path in ("/slow/" + case, "/stall/" + case) for r in recorder.requests)
+                return self.reply(200, json.dumps({"clientGone": gone, "arrived": arrived}).encode(), "application/json")
             if path == "/set-cookie":
                 payload = b"cookie set\n"
                 self.send_response(200)
