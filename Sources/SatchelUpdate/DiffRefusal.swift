@@ -3,8 +3,9 @@ import SatchelDiff
 
 /// Why a version's diff index, or one file's diff, was not used (docs/formats.md, "Diffs"). Never the update's failure:
 /// without the index the update takes objects, as an updater from before diffs does; without a file's diff, that
-/// file's object. The outcome reports each (`diffIndexFallback`, `diffRefusals`).
-enum DiffRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+/// file's object. The outcome reports each (`diffIndexFallback`, `diffRefusals`), as this value: its ``description`` is
+/// what `satchel update --json` prints, so a caller that wants the case need not parse the words.
+public enum DiffRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// The index could not be downloaded, or is not the size and SHA-256 the catalog lists.
     case indexDownload(UpdateError)
     /// The index is not gzip, or inflates past ``FileDiffIndex/maxBytes``.
@@ -27,7 +28,7 @@ enum DiffRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// The diff applied, but its result is not the content the manifest names.
     case result(url: String, expected: String, actual: String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .indexDownload(let error): "diff index: \(error)"
         case .indexUnreadable(let url, let why): "\(url): \(why)"

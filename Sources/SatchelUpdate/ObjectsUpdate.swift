@@ -51,13 +51,13 @@ struct ObjectsUpdate {
         /// The catalog entry lists diffs (`content.diffs`).
         var listed = false
         /// Why the index was not used, when it was asked for and refused.
-        var indexFallback: String?
+        var indexFallback: DiffRefusal?
         /// Bytes received for the index and the diffs, refused ones included.
         var bytes: Int64 = 0
         /// Files made from a diff.
         var applied = 0
         /// Why each diff that was refused was, in the order of the contents' SHA-256; its file came as its object.
-        var refusals: [String] = []
+        var refusals: [DiffRefusal] = []
     }
 
     /// The versions on the device the target can be built from, newest first: installed folders and the built-in.
@@ -276,7 +276,7 @@ struct ObjectsUpdate {
                 gathered.sources[sha256] = .file(path)
                 diffing.applied += 1
             case .failure(let why):
-                diffing.refusals.append(why.description)
+                diffing.refusals.append(why)
                 fallbacks.append(sha256)
             }
         }
@@ -318,7 +318,7 @@ struct ObjectsUpdate {
         switch try await routing.index(diffs, for: entry, from: fetched, spent: &indexSpent, progress: progress) {
         case .success(let read): index = read
         case .failure(let why):
-            use.indexFallback = why.description
+            use.indexFallback = why
             return [:]
         }
         var held = held

@@ -20,8 +20,19 @@ public enum UpdateProgress: Sendable {
 }
 
 /// What happened to one package.
-public struct UpdateOutcome: Sendable, Equatable, Codable {
+///
+/// The fallbacks and refusals keep the errors themselves, so that a caller (and the ladder) decides on their cases; the
+/// JSON (`satchel update --json`) gives each as its `description`, the words it always printed. Encodable only: an
+/// error cannot be rebuilt from its words, and nothing reads an outcome back.
+public struct UpdateOutcome: Sendable, Equatable, Encodable {
     public enum Action: String, Sendable, Codable { case installed, upToDate = "up-to-date", rolledBack = "rolled-back" }
+    /// How the version came; the raw values are the JSON's.
+    public enum Via: String, Sendable, Codable {
+        /// The manifest patched and only the missing objects (or per-file diffs) fetched.
+        case objects
+        case delta
+        case full
+    }
     public var id: String
     public var action: Action
     /// Why (updated, up-to-date, outside-rollout, halted, revoked), the release the catalog offers this package and
@@ -31,15 +42,15 @@ public struct UpdateOutcome: Sendable, Equatable, Codable {
     public var cohort: Int?
     public var from: String?
     public var to: String
-    /// "objects", "delta" or "full" when something was installed.
-    public var via: String?
-    /// With "objects": the version the manifest patch led from ("nothing" for the whole manifest), and how many
+    /// Set when something was installed.
+    public var via: Via?
+    /// With `.objects`: the version the manifest patch led from ("nothing" for the whole manifest), and how many
     /// objects were downloaded (the rest came from the device).
     public var patchFrom: String?
     public var objects: Int?
     /// Why the objects path was given up for the delta or the full bundle, if it was.
-    public var objectsFallback: String?
-    /// With "objects", when the catalog entry lists per-file diffs (docs/formats.md, "Diffs"; nil otherwise): files
+    public var objectsFallback: UpdateError?
+    /// With `.objects`, when the catalog entry lists per-file diffs (docs/formats.md, "Diffs"; nil otherwise): files
     /// made from a diff, bytes received for the diffs and their index, bytes received for objects, and how many diffs
     /// were refused (each such file then came as its object: `objects` counts it).
     public var diffs: Int?
@@ -47,14 +58,46 @@ public struct UpdateOutcome: Sendable, Equatable, Codable {
     public var objectBytes: Int64?
     public var diffsFallback: Int?
     /// Why each refused diff was refused (nil when none was).
-    public var diffRefusals: [String]?
+    public var diffRefusals: [DiffRefusal]?
     /// Why the diff index was not used, when it was asked for (the update then took objects only).
-    public var diffIndexFallback: String?
+    public var diffIndexFallback: DiffRefusal?
     public var downloadedBytes: Int64
     public var resumed: Bool
-    /// Why a delta was given up for the full bundle, if it was.
-    public var deltaFallback: String?
+    /// Why a delta was given up for the full bundle, if it was: always a store refusal ``Updater/isDeltaMisfit(_:)``
+    /// accepts.
+    public var deltaFallback: StoreError?
     public var install: InstallResult?
+
+    enum CodingKeys: String, CodingKey {
+        case id, action, decision, release, cohort, from, to, via, patchFrom, objects, objectsFallback, diffs, diffBytes, objectBytes
+        case diffsFallback, diffRefusals, diffIndexFallback, downloadedBytes, resumed, deltaFallback, install
+    }
+
+    // Written out because the errors are not Encodable; absent fields stay absent, as the synthesized encoding left them.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(action, forKey: .action)
+        try container.encodeIfPresent(decision, forKey: .decision)
+        try container.encodeIfPresent(release, forKey: .release)
+        try container.encodeIfPresent(cohort, forKey: .cohort)
+        try container.encodeIfPresent(from, forKey: .from)
+        try container.encode(to, forKey: .to)
+        try container.encodeIfPresent(via, forKey: .via)
+        try container.encodeIfPresent(patchFrom, forKey: .patchFrom)
+        try container.encodeIfPresent(objects, forKey: .objects)
+        try container.encodeIfPresent(objectsFallback?.description, forKey: .objectsFallback)
+        try container.encodeIfPresent(diffs, forKey: .diffs)
+        try container.encodeIfPresent(diffBytes, forKey: .diffBytes)
+        try container.encodeIfPresent(objectBytes, forKey: .objectBytes)
+        try container.encodeIfPresent(diffsFallback, forKey: .diffsFallback)
+        try container.encodeIfPresent(diffRefusals?.map(\.description), forKey: .diffRefusals)
+        try container.encodeIfPresent(diffIndexFallback?.description, forKey: .diffIndexFallback)
+        try container.encode(downloadedBytes, forKey: .downloadedBytes)
+        try container.encode(resumed, forKey: .resumed)
+        try container.encodeIfPresent(deltaFallback?.description, forKey: .deltaFallback)
+        try container.encodeIfPresent(install, forKey: .install)
+    }
 }
 
 public struct UpdateReport: Sendable {
@@ -281,7 +324,7 @@ public struct Updater: Sendable {
             let state: PackageState
             let store = store
             do { state = try await onOwnThread { () throws(StoreError) in try store.rollback(id) } } catch { throw .store(error) }
-            record.failures[UpdaterRecord.key(id, version)] = "revoked"
+            record.failures[UpdaterRecord.key(id, version)] = .revoked
             return UpdateOutcome(id: id.value, action: .rolledBack, from: version.description, to: state.active.description, via: nil, downloadedBytes: 0, resumed: false)
         case .install(let entry, let delta, let replacing):
             do {
@@ -295,13 +338,13 @@ public struct Updater: Sendable {
 
     /// How a refused install is reported (docs/formats.md, "Device reports"); nil for what says nothing about the
     /// version (the network, a cancellation, a full disk).
-    static func failureKind(_ error: UpdateError) -> String? {
+    static func failureKind(_ error: UpdateError) -> UpdaterRecord.Failure? {
         switch error {
-        case .checksumMismatch, .sizeMismatch, .catalogMismatch, .content: "verification"
+        case .checksumMismatch, .sizeMismatch, .catalogMismatch, .content: .verification
         case .store(let error):
             switch error {
-            case .invalidBundle, .bundleChecksumMismatch, .untrustedBundle: "verification"
-            default: "install-store"
+            case .invalidBundle, .bundleChecksumMismatch, .untrustedBundle: .verification
+            default: .installStore
             }
         default: nil
         }
@@ -329,7 +372,7 @@ public struct Updater: Sendable {
                     progress(.downloading(id: name, version: version, received: received, total: total))
                 }) {
                     outcome.install = taken.install
-                    outcome.via = "objects"
+                    outcome.via = .objects
                     outcome.downloadedBytes += taken.received
                     outcome.resumed = taken.resumed
                     outcome.patchFrom = taken.patchFrom
@@ -351,7 +394,7 @@ public struct Updater: Sendable {
                 // Refused for its signatures, the version is refused whichever way it comes.
                 if case .store(.untrustedBundle) = error { throw error }
                 outcome.downloadedBytes += spent
-                outcome.objectsFallback = error.description
+                outcome.objectsFallback = error
             }
         }
         if let delta {
@@ -359,16 +402,16 @@ public struct Updater: Sendable {
                 outcome.install = try await fetchAndInstall(
                     DownloadTarget(url: try fetched.resolve(delta.url), size: delta.size, sha256: delta.sha256),
                     entry: entry, isDelta: true, outcome: &outcome, progress: progress)
-                outcome.via = "delta"
+                outcome.via = .delta
                 return outcome
             } catch .store(let error) where Self.isDeltaMisfit(error) {
-                outcome.deltaFallback = error.description
+                outcome.deltaFallback = error
             }
         }
         outcome.install = try await fetchAndInstall(
             DownloadTarget(url: try fetched.resolve(entry.url), size: entry.size, sha256: entry.sha256),
             entry: entry, isDelta: false, outcome: &outcome, progress: progress)
-        outcome.via = "full"
+        outcome.via = .full
         return outcome
     }
 

@@ -16,15 +16,64 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
     /// 32 random bytes, hex.
     public var installID: String
     public var serials: [String: Int64]
-    /// "<id> <version>" -> why (`revoked`, `verification`, `install-<kind>`).
-    public var failures: [String: String]
+    /// "<id> <version>" -> why (`revoked`, `verification`, `install-store`).
+    public var failures: [String: Failure]
     /// Catalog URL -> the trust version named by the catalog that set that URL's serial floor, when it was checked
     /// under root keys (docs/formats.md, "Trust"): once a trust version the device reaches drops a catalog key of that
     /// version, the floor stops binding (fast-forward recovery). Nil in records from before trust; a reader from before
     /// it drops the field when it saves (the floor then counts as set under plain keys).
     public var serialTrust: [String: Int64]?
 
-    public init(installID: String, serials: [String: Int64], failures: [String: String], serialTrust: [String: Int64]? = nil) {
+    /// Why a version failed on this device, as `downloads/updater.json` and the device report spell it.
+    ///
+    /// A word this runtime does not know stays as it was read (``other(_:)``) and is written back unchanged: another
+    /// runtime (older, or newer with a kind added) may share the store, and an unknown word must neither make the
+    /// record unreadable (that would cost the install id, so the cohorts, and the serial floors) nor be lost.
+    public enum Failure: Sendable, Codable, Hashable, CustomStringConvertible {
+        /// The catalog revoked the version and the device went back to its fallback.
+        case revoked
+        /// The download, its manifest or its signatures did not check out (``Updater/failureKind(_:)``).
+        case verification
+        /// The store refused the install for a reason of its own (the disk, the lock, the layout).
+        case installStore
+        /// A word written by another runtime; never one of the cases above (``init(rawValue:)`` maps those).
+        case other(String)
+
+        public init(rawValue: String) {
+            switch rawValue {
+            case "revoked": self = .revoked
+            case "verification": self = .verification
+            case "install-store": self = .installStore
+            default: self = .other(rawValue)
+            }
+        }
+
+        public var rawValue: String {
+            switch self {
+            case .revoked: "revoked"
+            case .verification: "verification"
+            case .installStore: "install-store"
+            case .other(let word): word
+            }
+        }
+
+        public var description: String { rawValue }
+
+        // By the word, so that `.other("revoked")`, made by hand, is `.revoked`, as it would be once read back.
+        public static func == (lhs: Failure, rhs: Failure) -> Bool { lhs.rawValue == rhs.rawValue }
+        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+
+        public init(from decoder: any Decoder) throws {
+            self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+    }
+
+    public init(installID: String, serials: [String: Int64], failures: [String: Failure], serialTrust: [String: Int64]? = nil) {
         self.installID = installID
         self.serials = serials
         self.failures = failures
@@ -118,10 +167,10 @@ struct DeviceReporter {
     }
 
     /// A failed version's reason for the report: the store's (a judged trial: `crashed`, `script-error`, …) when it
-    /// holds one, else the updater's (`revoked`, `verification`, `install-<kind>`), else `trial`. Never the detail:
-    /// reports carry no page text.
-    static func why(_ version: SemanticVersion, state: PackageState, recorded: String?) -> String {
+    /// holds one, else the updater's (`revoked`, `verification`, `install-store`, or a word another runtime wrote),
+    /// else `trial`. Never the detail: reports carry no page text.
+    static func why(_ version: SemanticVersion, state: PackageState, recorded: UpdaterRecord.Failure?) -> String {
         if let reason = state.failureReason(of: version), reason != .trial { return reason.why }
-        return recorded ?? TrialFailure.trial.why
+        return recorded?.rawValue ?? TrialFailure.trial.why
     }
 }

@@ -289,7 +289,7 @@ extension Satchel {
                         let diffs = outcome.diffs.map { diffs in
                             ", \(diffs) as diffs" + (outcome.diffsFallback.map { $0 > 0 ? " (\($0) refused, fetched as objects)" : "" } ?? "")
                         } ?? ""
-                        let via = outcome.objects.map { "objects (\($0) fetched\(diffs), manifest patched from \(outcome.patchFrom ?? "?"))" } ?? outcome.via ?? "?"
+                        let via = outcome.objects.map { "objects (\($0) fetched\(diffs), manifest patched from \(outcome.patchFrom ?? "?"))" } ?? outcome.via?.rawValue ?? "?"
                         Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(via), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)\(standing)")
                     }
                 }

@@ -156,7 +156,7 @@ struct ConcurrentObjectsTests {
                 let store = try release.store("store-\(concurrency)")
                 try store.install(bundle: release.bundles["1.0.0"]!)
                 let outcome = try #require(try await release.updater(store, fetcher: paced, concurrency: concurrency).run().outcomes.first)
-                #expect(outcome.via == "objects" && outcome.objects == 7, "\(outcome)")
+                #expect(outcome.via == .objects && outcome.objects == 7, "\(outcome)")
                 #expect(paced.started.count == 7 && paced.peak == concurrency, "peak \(paced.peak) of \(paced.started.count) with concurrency \(concurrency)")
                 #expect(paced.inFlight == 0)
                 #expect(try store.check().isEmpty)
@@ -173,7 +173,7 @@ struct ConcurrentObjectsTests {
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try #require(try await release.updater(store, fetcher: paced, concurrency: 7).run().outcomes.first)
-            #expect(outcome.via == "objects" && outcome.to == "1.3.0", "\(outcome)")
+            #expect(outcome.via == .objects && outcome.to == "1.3.0", "\(outcome)")
             #expect(paced.finished.count == 7 && paced.finished != paced.started, "finished \(paced.finished), started \(paced.started)")
             #expect(try store.installedManifest(PackageID("shop"), SemanticVersion("1.3.0")) == (try BundleReader(path: release.bundles["1.3.0"]!).manifest))
             #expect(try store.check().isEmpty)
@@ -204,7 +204,7 @@ struct ConcurrentObjectsTests {
             // The next run, on a live link: the three partial objects resume where they stopped.
             let live = PacedOrigin(release.origin)
             let outcome = try #require(try await release.updater(store, fetcher: live, concurrency: 3).run().outcomes.first)
-            #expect(outcome.via == "objects" && outcome.resumed, "\(outcome)")
+            #expect(outcome.via == .objects && outcome.resumed, "\(outcome)")
             let resumed = release.origin.requests.filter { $0.status == 206 }
             #expect(resumed.count == 3 && resumed.allSatisfy { $0.headers["Range"] == "bytes=100-" && $0.headers["If-Range"] != nil },
                     "\(resumed.map(\.headers))")
@@ -228,7 +228,7 @@ struct ConcurrentObjectsTests {
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try #require(try await release.updater(store, fetcher: slowExceptCorrupt, concurrency: 3).run().outcomes.first)
-            #expect(outcome.via == "full" && (outcome.objectsFallback ?? "").contains(corrupt), "\(outcome)")
+            #expect(outcome.via == .full && (outcome.objectsFallback?.description ?? "").contains(corrupt), "\(outcome)")
             let others = paced.started.filter { $0 != corrupt }
             #expect(paced.inFlight == 0 && paced.cancelled == 2 && paced.finished.isEmpty, "cancelled \(paced.cancelled), finished \(paced.finished)")
             #expect(others.count == 2, "objects asked besides the corrupt one: \(others)")

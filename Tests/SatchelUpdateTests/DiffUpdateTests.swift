@@ -216,7 +216,7 @@ struct DiffUpdateTests {
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store)
-            #expect(outcome.via == "objects" && outcome.patchFrom == "1.0.0", "\(outcome)")
+            #expect(outcome.via == .objects && outcome.patchFrom == "1.0.0", "\(outcome)")
             // index.html (its diff is no smaller than its 14-byte object), new.js and shared.js (admin is not here).
             #expect(outcome.diffs == 3 && outcome.objects == 3 && outcome.diffsFallback == 0, "\(outcome)")
             #expect(outcome.diffRefusals == nil && outcome.diffIndexFallback == nil)
@@ -226,7 +226,7 @@ struct DiffUpdateTests {
             let plain = try release.store("plain")
             try plain.install(bundle: release.bundles["1.0.0"]!)
             let objectsOnly = try await release.update(plain, catalog: "plain.json")
-            #expect(objectsOnly.via == "objects" && objectsOnly.objects == 6, "\(objectsOnly)")
+            #expect(objectsOnly.via == .objects && objectsOnly.objects == 6, "\(objectsOnly)")
             #expect(outcome.downloadedBytes * 3 < objectsOnly.downloadedBytes, "diffs \(outcome.downloadedBytes), objects \(objectsOnly.downloadedBytes)")
             let asked = release.origin.requests.map(\.url)
             for chunk in 0..<3 {
@@ -242,7 +242,7 @@ struct DiffUpdateTests {
             let release = try DiffRelease(folder: folder)
             let store = try release.store("store", builtIn: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store)
-            #expect(outcome.via == "objects" && outcome.patchFrom == "1.0.0" && outcome.diffs == 3 && outcome.objects == 3, "\(outcome)")
+            #expect(outcome.via == .objects && outcome.patchFrom == "1.0.0" && outcome.diffs == 3 && outcome.objects == 3, "\(outcome)")
             #expect(outcome.install?.delta?.from == "1.0.0" && (outcome.install?.delta?.copied ?? 0) >= 37, "\(String(describing: outcome.install?.delta))")
         }
     }
@@ -270,8 +270,8 @@ struct DiffUpdateTests {
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store)
-            #expect(outcome.via == "objects" && outcome.diffs == 2 && outcome.diffsFallback == 1 && outcome.objects == 4, "\(outcome)")
-            #expect(outcome.diffRefusals?.count == 1 && outcome.diffRefusals?.first?.contains(url) == true, "\(String(describing: outcome.diffRefusals))")
+            #expect(outcome.via == .objects && outcome.diffs == 2 && outcome.diffsFallback == 1 && outcome.objects == 4, "\(outcome)")
+            #expect(outcome.diffRefusals?.count == 1 && outcome.diffRefusals?.first?.description.contains(url) == true, "\(String(describing: outcome.diffRefusals))")
             // Every byte received counts: the refused diff's (each attempt) too.
             let patch = try #require(release.newest.content?.patch(from: try SemanticVersion("1.0.0")))
             #expect(outcome.downloadedBytes == patch.size + outcome.diffBytes! + outcome.objectBytes!)
@@ -291,7 +291,7 @@ struct DiffUpdateTests {
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store)
             #expect(outcome.diffs == 2 && outcome.diffsFallback == 1 && outcome.objects == 4, "\(outcome)")
-            #expect(outcome.diffRefusals?.first?.contains("not \(listed.to)") == true, "\(String(describing: outcome.diffRefusals))")
+            #expect(outcome.diffRefusals?.first?.description.contains("not \(listed.to)") == true, "\(String(describing: outcome.diffRefusals))")
         }
     }
 
@@ -310,8 +310,8 @@ struct DiffUpdateTests {
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store)
-            #expect(outcome.via == "objects" && outcome.diffs == 1 && outcome.diffsFallback == 2 && outcome.objects == 5, "\(outcome)")
-            let refusals = outcome.diffRefusals ?? []
+            #expect(outcome.via == .objects && outcome.diffs == 1 && outcome.diffsFallback == 2 && outcome.objects == 5, "\(outcome)")
+            let refusals = (outcome.diffRefusals ?? []).map(\.description)
             let windowLimit = FileDiffLimits.device.window(forTarget: release.contents[window.to]!.count)
             #expect(refusals.contains { $0.contains(FileDiffError.windowTooLarge(sourceSize: 1 << 30, limit: windowLimit).description) }, "\(refusals)")
             #expect(refusals.contains { $0.contains("writes past its declared \(target.count)-byte target") }, "\(refusals)")
@@ -353,8 +353,8 @@ struct DiffUpdateTests {
                 let store = try release.store("store-\(index)")
                 try store.install(bundle: release.bundles["1.0.0"]!)
                 let outcome = try await release.update(store)
-                #expect(outcome.via == "objects" && outcome.objects == 6 && outcome.diffs == 0, "\(name): \(outcome)")
-                #expect(outcome.diffIndexFallback?.contains(why) == true, "\(name): \(String(describing: outcome.diffIndexFallback))")
+                #expect(outcome.via == .objects && outcome.objects == 6 && outcome.diffs == 0, "\(name): \(outcome)")
+                #expect(outcome.diffIndexFallback?.description.contains(why) == true, "\(name): \(String(describing: outcome.diffIndexFallback))")
             }
         }
     }
@@ -366,7 +366,7 @@ struct DiffUpdateTests {
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store, catalog: "plain.json")
-            #expect(outcome.via == "objects" && outcome.objects == 6, "\(outcome)")
+            #expect(outcome.via == .objects && outcome.objects == 6, "\(outcome)")
             #expect(outcome.diffs == nil && outcome.diffBytes == nil && outcome.objectBytes == nil && outcome.diffsFallback == nil && outcome.diffIndexFallback == nil)
             #expect(!release.origin.requests.contains { $0.url.contains("/diffs/") })
             let json = String(decoding: try JSONEncoder().encode(outcome), as: UTF8.self)
@@ -383,7 +383,7 @@ struct DiffUpdateTests {
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store)
-            #expect(outcome.via == "objects" && outcome.objects == 6 && outcome.diffs == 0 && outcome.diffBytes == 0, "\(outcome)")
+            #expect(outcome.via == .objects && outcome.objects == 6 && outcome.diffs == 0 && outcome.diffBytes == 0, "\(outcome)")
             #expect(!release.origin.requests.contains { $0.url.contains("/diffs/") })
         }
     }

@@ -288,7 +288,7 @@ struct TrustUpdateTests {
             #expect(catalog.packages.last?.signatures.map(\.keyID) == [b[1].keyID])
             let report = try await release.updater(store).run()
             #expect(report.failures.isEmpty, "\(report.failures)")
-            #expect(report.outcomes.first?.via == "objects" && report.outcomes.first?.to == "1.2.0", "\(report.outcomes)")
+            #expect(report.outcomes.first?.via == .objects && report.outcomes.first?.to == "1.2.0", "\(report.outcomes)")
             #expect(listing(store.layout.root + "/packages/shop/signatures") == ["1.2.0.sigs"])
             #expect(try store.check().isEmpty)
         }

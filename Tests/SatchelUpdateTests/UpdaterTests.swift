@@ -107,7 +107,7 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
             let report = try await release.updater(store).run()
             #expect(report.failures.isEmpty)
             let outcome = try #require(report.outcomes.first)
-            #expect(outcome.action == .installed && outcome.via == "delta" && outcome.from == "1.0.0" && outcome.to == "1.1.0")
+            #expect(outcome.action == .installed && outcome.via == .delta && outcome.from == "1.0.0" && outcome.to == "1.1.0")
             #expect(outcome.downloadedBytes == release.delta.size)
             #expect(outcome.install?.delta.map { [$0.written, $0.linked, $0.copied] } == [2, 40, 0] && outcome.install?.delta?.from == "1.0.0")
             let state = try #require(try store.state(of: PackageID("shop")))
@@ -178,7 +178,7 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
             try Data(delta.prefix(100)).write(to: URL(fileURLWithPath: downloads + "/\(release.delta.sha256).part"))
             try Data("\"\(Digests.sha256Hex(delta))\"".utf8).write(to: URL(fileURLWithPath: downloads + "/\(release.delta.sha256).part.validator"))
             let report = try await release.updater(store).run()
-            #expect(report.outcomes.first?.resumed == true && report.outcomes.first?.via == "delta")
+            #expect(report.outcomes.first?.resumed == true && report.outcomes.first?.via == .delta)
             #expect(report.outcomes.first?.downloadedBytes == Int64(delta.count - 100))
             #expect(listing(downloads).filter { !$0.hasPrefix("catalog-") } == ["notes.txt", UpdaterRecord.fileName])
         }
@@ -193,8 +193,8 @@ private func storeSnapshot(_ root: String) throws -> [String: [UInt8]] {
             try Data("tampered".utf8).write(to: URL(fileURLWithPath: store.layout.version(PackageID("shop"), SemanticVersion("1.0.0")) + "/assets/file3.js"))
             let report = try await release.updater(store).run()
             let outcome = try #require(report.outcomes.first)
-            #expect(outcome.via == "full")
-            #expect(outcome.deltaFallback?.contains("damaged file \"assets/file3.js\"") == true)
+            #expect(outcome.via == .full)
+            #expect(outcome.deltaFallback?.description.contains("damaged file \"assets/file3.js\"") == true)
             #expect(try store.state(of: PackageID("shop"))?.active.description == "1.1.0")
         }
     }
@@ -364,7 +364,7 @@ struct ObjectsUpdateTests {
             let report = try await release.updater(store).run()
             let outcome = try #require(report.outcomes.first)
             #expect(report.failures.isEmpty)
-            #expect(outcome.via == "objects" && outcome.patchFrom == "1.0.0" && outcome.to == "1.3.0", "\(outcome)")
+            #expect(outcome.via == .objects && outcome.patchFrom == "1.0.0" && outcome.to == "1.3.0", "\(outcome)")
             // index.html, three changed chunks and three new files: 7 contents.
             #expect(outcome.objects == 7)
             #expect(outcome.downloadedBytes < release.newest.size / 5, "\(outcome.downloadedBytes) of a \(release.newest.size)-byte bundle")
@@ -381,7 +381,7 @@ struct ObjectsUpdateTests {
             let release = try ContentRelease(folder: folder)
             let store = try release.store("store", builtIn: release.bundles["1.1.0"]!)
             let outcome = try #require(try await release.updater(store).run().outcomes.first)
-            #expect(outcome.via == "objects" && outcome.patchFrom == "1.1.0", "\(outcome)")
+            #expect(outcome.via == .objects && outcome.patchFrom == "1.1.0", "\(outcome)")
             #expect(outcome.install?.delta?.from == "1.1.0" && (outcome.install?.delta?.copied ?? 0) > 50, "\(String(describing: outcome.install?.delta))")
             #expect(try store.check().isEmpty)
         }
@@ -396,7 +396,7 @@ struct ObjectsUpdateTests {
             let object = try release.objectURL(of: "assets/chunk-3.js")
             release.origin.cutNext(object, after: 10)
             let outcome = try #require(try await release.updater(store).run().outcomes.first)
-            #expect(outcome.via == "objects" && outcome.resumed, "\(outcome)")
+            #expect(outcome.via == .objects && outcome.resumed, "\(outcome)")
             let tries = release.origin.requests.filter { $0.url == object }
             #expect(tries.count == 2 && tries[1].headers["Range"] == "bytes=10-", "\(tries.map(\.headers))")
             #expect(try store.check().isEmpty)
@@ -412,7 +412,7 @@ struct ObjectsUpdateTests {
             let object = try release.objectURL(of: "assets/chunk-3.js")
             release.origin.put(object, Array("not the object".utf8) + [UInt8](repeating: 7, count: 200))
             let outcome = try #require(try await release.updater(store).run().outcomes.first)
-            #expect(outcome.via == "full" && (outcome.objectsFallback ?? "").contains(object), "\(outcome)")
+            #expect(outcome.via == .full && (outcome.objectsFallback?.description ?? "").contains(object), "\(outcome)")
             // The bytes spent on the patch and on the refused object count, besides the bundle's.
             let patch = try #require(release.newest.content?.patch(from: try SemanticVersion("1.2.0")))
             #expect(outcome.downloadedBytes > release.newest.size + patch.size, "\(outcome.downloadedBytes)")
