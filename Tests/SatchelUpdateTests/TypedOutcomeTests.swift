@@ -23,7 +23,7 @@ struct TypedOutcomeTests {
             try Data(Self.recordOnDisk.utf8).write(to: URL(fileURLWithPath: folder + "/" + UpdaterRecord.fileName))
             let record = try UpdaterRecord.load(from: folder)
             // Not the fresh record `load` makes of one it cannot read: the install id (so the cohorts) is kept.
-            #expect(record.installID == Self.installID && record.serials == ["https://cdn.example/catalog.json": 42])
+            #expect(record.installID == Self.installID)
             #expect(record.failures == [
                 "shop 1.0.0": .revoked, "shop 1.1.0": .verification, "shop 1.2.0": .installStore, "shop 1.3.0": .other("install-quota"),
             ])
