@@ -89,7 +89,7 @@ public final class BundleReader {
                 guard entry.kind == .regular else {
                     throw BundleError.notARegularFile(entry: entry.path, kind: entry.kind.description)
                 }
-                let raw = try archive.readAll(maxBytes: 1024)
+                let raw = try archive.readAll(maxBytes: DocumentLimits.legacySignature)
                 signatureBytes = raw
                 let text = String(decoding: raw, as: UTF8.self)
                 guard let parsed = try? Signature(base64: text) else { throw BundleError.signatureMalformed }

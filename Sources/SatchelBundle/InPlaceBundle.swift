@@ -53,7 +53,7 @@ public final class InPlaceBundle: PackageArchive {
         var signatureBytes: [UInt8]?
         if let next = queue.first, next.name == Manifest.signatureFileName {
             queue.removeFirst()
-            let raw = try Self.readSmall(path, next, limit: 1024)
+            let raw = try Self.readSmall(path, next, limit: DocumentLimits.legacySignature)
             guard let parsed = try? Signature(base64: String(decoding: raw, as: UTF8.self)) else { throw .signatureMalformed }
             signature = parsed
             signatureBytes = raw

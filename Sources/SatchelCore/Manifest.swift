@@ -31,7 +31,7 @@ public struct Manifest: Hashable, Sendable {
     public static let reservedRootNames: Set<String> = [fileName, signatureFileName, deltaFileName]
     /// A manifest larger than this is refused before it is parsed: at about 160 bytes per file record, the
     /// ``BundleLimits/maxFiles`` files of a front end with paths of typical length.
-    public static let maxBytes = 16 << 20
+    public static let maxBytes = DocumentLimits.manifest
 
     public let schema: Int
     public let id: PackageID

@@ -154,14 +154,14 @@ enum BuiltIns {
         let identity: Identity
         do { identity = try Self.identity(of: bundle) } catch { throw refusal(bundle, .unreadable(operation: "stat", errno: error.code)) }
         let recordPath = layout.builtInRecord(bundle.manifest.id)
-        if let recorded = try? FileSystem.read(recordPath, maxBytes: 1 << 16), recorded == identity.record {
+        if let recorded = try? FileSystem.read(recordPath, maxBytes: DocumentLimits.builtInRecord), recorded == identity.record {
             return BuiltInPackage(bundle: bundle, verifiedNow: false)
         }
         // Not the file verified before. Where the system seals it, the same bytes elsewhere are as good: the record
         // moves to the new place, so the next launch needs no seal.
         let contentPath = layout.builtInContentRecord(bundle.manifest.id)
         let content = seal.sha256(of: bundle.path).map { identity.content(sealed: $0) }
-        if let content, let recorded = try? FileSystem.read(contentPath, maxBytes: 1 << 16), recorded == content {
+        if let content, let recorded = try? FileSystem.read(contentPath, maxBytes: DocumentLimits.builtInRecord), recorded == content {
             record([(identity.record, recordPath)], in: layout)
             return BuiltInPackage(bundle: bundle, verifiedNow: false)
         }

@@ -1,5 +1,5 @@
 import Foundation
-import SatchelPlatform
+import SatchelCore
 import SatchelPlatform
 #if canImport(Glibc)
 import Glibc
@@ -49,7 +49,7 @@ enum FileSystem {
         return names.sorted()
     }
 
-    static func read(_ path: String, maxBytes: Int = 16 << 20) throws(StoreError) -> [UInt8] {
+    static func read(_ path: String, maxBytes: Int = DocumentLimits.storeState) throws(StoreError) -> [UInt8] {
         FaultInjection.accessed(path)
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .system("open", path) }

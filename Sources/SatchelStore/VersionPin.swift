@@ -218,7 +218,7 @@ public final class VersionPin: Sendable {
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         let free = FileLock.tryLock(descriptor, .shared)
-        guard let bytes = try? FileSystem.read(path, maxBytes: 1 << 20) else {
+        guard let bytes = try? FileSystem.read(path, maxBytes: DocumentLimits.pinFile) else {
             if free { unlink(path) }
             return nil
         }

@@ -10,7 +10,7 @@ public struct Catalog: Hashable, Sendable {
     public static let fileName = "catalog.json"
     public static let signatureFileName = "catalog.json.sig"
     /// Catalogs are small; a larger answer is not a catalog.
-    public static let maxBytes = 8 << 20
+    public static let maxBytes = DocumentLimits.catalog
 
     public let schema: Int
     /// After this instant an updater refuses the catalog, so an old one cannot be replayed.

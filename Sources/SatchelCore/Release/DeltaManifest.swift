@@ -8,7 +8,7 @@ import Foundation
 /// against the target manifest exactly as a full bundle is; this file only says how to get there.
 public struct DeltaManifest: Hashable, Sendable {
     public static let fileName = "satchel-delta.json"
-    public static let maxBytes = 4 << 20
+    public static let maxBytes = DocumentLimits.deltaManifest
 
     public let from: SemanticVersion
     public let fromContentHash: String

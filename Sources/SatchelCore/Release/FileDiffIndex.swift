@@ -40,7 +40,7 @@ public struct FileDiffIndex: Sendable, Equatable {
     public static func path(from: String, to: String) -> String { "\(to.prefix(2))/\(from)-\(to)" }
 
     /// Largest index accepted, uncompressed: about 60,000 diffs. `satchel catalog` lists no more than fit.
-    public static let maxBytes = 16 << 20
+    public static let maxBytes = DocumentLimits.diffIndex
     /// What one listed diff takes in the index at most (two SHA-256 pairs, a size, the punctuation), for the writer's
     /// bound.
     public static let maxBytesPerDiff = 4 * 64 + 20 + 48

@@ -52,7 +52,7 @@ public struct TrustDocument: Equatable, Sendable {
     public static let type = "satchel-trust"
     /// Trust documents are a few keys; a larger answer is not one (the endless-data attack), and is refused before
     /// parsing.
-    public static let maxBytes = 64 << 10
+    public static let maxBytes = DocumentLimits.trustDocument
 
     public let version: Int64
     /// After this instant the document may not be the newest a device relies on.
