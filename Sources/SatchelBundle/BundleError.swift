@@ -68,16 +68,15 @@ public enum BundleError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 extension BundleError {
-    /// A bundle's manifest checked by ``SignatureCheck``, the refusal as a bundle error. Every reader of bundles
-    /// (streamed or in place) calls this, so there is one rule for what a trusted key requires.
+    /// A bundle's manifest checked under plain keys' rule (``TrustState/judgeBundle(_:legacy:keyed:as:)`` with no
+    /// anchor), the refusal as a bundle error. Every reader of bundles (streamed or in place) calls this.
+    /// - Returns: whether a key checked it (false: no key given, nothing checked).
     package static func checkingSignature(of manifestBytes: [UInt8], _ signature: Signature?, trustedKeys: [VerifyingKey]) throws(BundleError) -> Bool {
         do {
-            return try SignatureCheck.verify(manifestBytes, signature: signature, trustedKeys: trustedKeys)
+            return try TrustState(anchor: nil, plainKeys: trustedKeys).judgeBundle(manifestBytes, legacy: signature, keyed: [], as: .install).checked
         } catch {
-            switch error {
-            case .unsigned: throw .unsigned
-            case .mismatch: throw .signatureMismatch
-            }
+            if case .unsigned = error { throw .unsigned }
+            throw .signatureMismatch
         }
     }
 }

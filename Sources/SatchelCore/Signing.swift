@@ -75,23 +75,3 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
-
-/// The one rule by which every signed document (a manifest, a catalog) is checked, wherever it is read: with no
-/// key trusted nothing is checked; with keys, the document must carry a signature and one of the keys must verify
-/// it over the document's exact bytes.
-public enum SignatureCheck {
-    public enum Refusal: Error, Equatable, Sendable {
-        /// Keys are trusted and the document carries no signature.
-        case unsigned
-        /// No trusted key verifies the signature over these bytes.
-        case mismatch
-    }
-
-    /// - Returns: true when a trusted key verified the signature; false when no key is trusted (nothing checked).
-    public static func verify(_ bytes: [UInt8], signature: Signature?, trustedKeys: [VerifyingKey]) throws(Refusal) -> Bool {
-        if trustedKeys.isEmpty { return false }
-        guard let signature else { throw .unsigned }
-        guard trustedKeys.contains(where: { $0.isValid(signature, for: bytes) }) else { throw .mismatch }
-        return true
-    }
-}

@@ -158,7 +158,7 @@ extension PackageStore {
         }
         if !trash.isEmpty { FaultInjection.checkpoint("trash") }
         for path in trash { try FileSystem.removeTree(path) }
-        sweepSignatures(of: id)
+        keptTrust.sweepSignatures(of: id)
         return removed.sorted()
     }
 

@@ -109,9 +109,6 @@ extension PackageStore {
     /// again, whatever its record says; a refused built-in is a problem too.
     public func check() throws(StoreError) -> [CheckProblem] {
         var problems: [CheckProblem] = []
-        let trust = trustState()
-        // With trust, the bundles role of the newest version held; before one is held, the plain keys as ever.
-        let bundleSigners = trust.flatMap { $0.newest == nil ? nil : $0.signers(for: .bundles) }
         for refusal in builtInRefusals {
             problems.append(CheckProblem(id: refusal.id ?? "", version: refusal.version ?? "", path: refusal.bundle, kind: .builtInRefused))
         }
@@ -127,10 +124,7 @@ extension PackageStore {
                     default: problem(error.subject ?? builtIn.bundle.path, .unreadable)
                     }
                 }
-                let legacy = builtIn.bundle.signatureBytes.flatMap { try? Signature(base64: String(decoding: $0, as: UTF8.self)) }
-                if let bundleSigners, bundleSigners.tally(builtIn.bundle.manifestBytes, signatures: [], legacy: legacy).onlyRevoked {
-                    problem(builtIn.bundle.path, .revoked)
-                }
+                if let kind = builtInSignatureProblem(builtIn.bundle) { problem(builtIn.bundle.path, kind) }
                 continue
             }
             let folder = layout.version(id, state.active)
@@ -155,24 +149,7 @@ extension PackageStore {
                 if size != file.size { problem(file.path.value, .sizeMismatch) } else if digest != file.sha256 { problem(file.path.value, .hashMismatch) }
             }
             for path in Self.allFiles(under: folder) where !expected.contains(path) { problem(path, .unexpected) }
-            if let bundleSigners {
-                // Accepted under the rules of its day: a threshold raised since does not make it a problem; only a
-                // version no current key vouches for is (revoked keys alone, or nothing that verifies).
-                if let tally = bundleTally(id, state.active, signers: bundleSigners), tally.counted.isEmpty {
-                    problem(Manifest.signatureFileName, tally.onlyRevoked ? .revoked : .signature)
-                }
-            } else if trust != nil {
-                // Roots and no trust version held yet: the plain keys, when the app has any.
-                if !configuration.trustedKeys.isEmpty, let tally = bundleTally(id, state.active, signers: .plain(configuration.trustedKeys)), !tally.isMet {
-                    problem(Manifest.signatureFileName, .signature)
-                }
-            } else if !configuration.trustedKeys.isEmpty {
-                let signature = (try? FileSystem.read(folder + "/" + Manifest.signatureFileName)).flatMap { try? Signature(base64: String(decoding: $0, as: UTF8.self)) }
-                let manifestBytes = try FileSystem.read(folder + "/" + Manifest.fileName)
-                if (try? SignatureCheck.verify(manifestBytes, signature: signature, trustedKeys: configuration.trustedKeys)) != true {
-                    problem(Manifest.signatureFileName, .signature)
-                }
-            }
+            if let kind = signatureProblem(id, state.active) { problem(Manifest.signatureFileName, kind) }
         }
         return problems
     }

@@ -251,7 +251,10 @@ public final class PackageStore: Sendable {
         // A built-in ships with the app: with trust, its signature counts when a key the bundles role has or ever had
         // in a version held made it (a revoked key never strands an app), or any key when none is known yet.
         var builtInConfiguration = configuration
-        if let trust = Self.trustState(configuration, layout) { builtInConfiguration.trustedKeys = Self.everyKey(of: .bundles, in: trust) }
+        if let trust = Self.trustState(configuration, layout) {
+            let signers = trust.bundleSigners(.builtIn)
+            builtInConfiguration.trustedKeys = signers.keys.keys.sorted().map { signers.keys[$0]! }
+        }
         var loaded = try BuiltIns.load(configuration.builtIns, configuration: builtInConfiguration, layout: layout)
         // A built-in may not claim what another installed package already serves. Only an app with built-ins pays
         // for this look at every package (each active manifest read once, whatever the number of built-ins).
@@ -303,24 +306,15 @@ public final class PackageStore: Sendable {
             let actual = try Self.sha256(ofFile: path)
             guard actual == expected else { throw .bundleChecksumMismatch(expected: expected, actual: actual) }
         }
-        let trust = trustState()
         let reader: BundleReader
-        do { reader = try BundleReader(path: path, trustedKeys: trust == nil ? configuration.trustedKeys : [], limits: configuration.archiveLimits) } catch {
+        do { reader = try BundleReader(path: path, limits: configuration.archiveLimits) } catch {
             throw .invalidBundle(error)
         }
         let manifest = reader.manifest
         let id = manifest.id
-        // With trust, a threshold of the bundles role: a catalog key alone never makes a bundle installable.
-        var kept: SignatureFile?
-        if let trust {
-            let tally: SignatureTally
-            do { tally = try trust.signers(for: .bundles).verify(reader.manifestBytes, signatures: signatures, legacy: reader.signature) } catch {
-                throw .untrustedBundle(id: id.value, version: manifest.version.description, error)
-            }
-            let counted = Set(tally.counted)
-            let keyed = signatures.filter { counted.contains($0.keyID) }
-            if !keyed.isEmpty { kept = try? SignatureFile(sha256: Digests.sha256Hex(reader.manifestBytes), signatures: KeyedSignature.normalised(keyed)) }
-        }
+        // The one rule (TrustState.judgeBundle): with roots, a threshold of the bundles role (a catalog key alone never
+        // makes a bundle installable); with plain keys, satchel.sig by one of them.
+        let kept = try judgeBundle(reader, keyed: signatures).kept
         try checkScope(of: manifest)
         let loaded = try loadState(of: id)
         let builtIn = builtIns[id]
@@ -364,7 +358,7 @@ public final class PackageStore: Sendable {
         }
         // The signatures that counted go beside the version once it is there (packages/<id>/signatures/), and go again
         // if the state switch fails. A crash in between leaves the version with its satchel.sig alone for check().
-        let keptSignatures = builtIn?.version == manifest.version ? nil : keepSignatures(kept, of: id, manifest.version)
+        let keptSignatures = builtIn?.version == manifest.version ? nil : keptTrust.keepSignatures(kept, of: id, manifest.version)
         let result = InstallResult(
             id: id, version: manifest.version, fileCount: manifest.files.count,
             bytes: manifest.totalSize, contentHash: manifest.contentHash, previous: previous?.active.description,

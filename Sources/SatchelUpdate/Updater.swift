@@ -193,32 +193,19 @@ public struct Updater: Sendable {
             // Before the fetch the device knows the catalog it last accepted: it reports what that offered it.
             for field in reporter.report(offering: client.cached(catalogURL)).headerFields { headers.add(field.name, field.value) }
         }
-        let trust: CatalogTrust
-        if let anchor = options.trustAnchor ?? store.configuration.trustAnchor {
-            trust = .chain(store.trustState(anchor: anchor, plainKeys: options.trustedKeys), production: options.catalogURL)
-        } else {
-            trust = .keys(options.trustedKeys)
-        }
-        let fetched = try await client.fetch(catalogURL, trust: trust, now: now, headers: headers)
-        if let last = record.serials[catalogURL], fetched.catalog.serial < last {
-            // Fast-forward recovery: a floor set under catalog keys the trust reached no longer holds all of stops
-            // binding (a leaked catalog key may have signed a huge serial before it was rotated out).
-            let dropped = fetched.trust?.state.catalogKeysDropped(since: record.serialTrust?[catalogURL]) ?? false
-            guard dropped else { throw .catalogReplayed(url: catalogURL, serial: fetched.catalog.serial, last: last) }
-        }
-        // The catalog is accepted: the trust versions that led to it are kept, then the floor with its trust version
-        // (a crash in between leaves the old floor beside its old trust version, which the kept versions then reset).
-        if let walk = fetched.trust {
-            // Every call here that takes the store lock runs on a thread of its own: another process's install can hold
-            // the lock for seconds, and a wait for it must not hold a thread of the app's cooperative pool.
-            let (store, accepted) = (store, walk.accepted)
-            do { try await onOwnThread { () throws(StoreError) in try store.keepTrust(accepted) } } catch { throw .store(error) }
-        }
-        record.serials[catalogURL] = fetched.catalog.serial
-        record.setSerialTrust(fetched.trust == nil ? nil : fetched.catalog.trust, for: catalogURL)
-        try record.save(to: downloadsFolder)
-        let (store, channelName) = (store, channel.name)
-        do { try await onOwnThread { () throws(StoreError) in try store.setChannel(channelName) } } catch { throw .store(error) }
+        // Plain keys are the state with no anchor: the same acceptance, outside the chain. What the device keeps about
+        // trust (the documents, the serial floors) is the store's KeptTrust's to read and write.
+        let kept = store.keptTrust
+        let trust = kept.state(anchor: options.trustAnchor ?? store.configuration.trustAnchor, plainKeys: options.trustedKeys)
+        let fetched = try await client.fetch(
+            catalogURL, trust: trust, floor: kept.floor(for: catalogURL), production: options.catalogURL, now: now, headers: headers)
+        // Accepted: kept in the order that survives a crash (documents, then the floor). Every call here that takes the
+        // store lock or writes its files runs on a thread of its own: another process's install can hold the lock for
+        // seconds, and a wait for it must not hold a thread of the app's cooperative pool.
+        let (keeper, accepted) = (store, fetched.accepted)
+        do { try await onOwnThread { () throws(StoreError) in try kept.keep(accepted, for: catalogURL) } } catch { throw .store(error) }
+        let channelName = channel.name
+        do { try await onOwnThread { () throws(StoreError) in try keeper.setChannel(channelName) } } catch { throw .store(error) }
         progress(.catalog(fetched))
         removeStaleDownloads(keeping: fetched.catalog)
         let installed: [PackageID]

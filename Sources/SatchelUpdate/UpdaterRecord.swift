@@ -8,21 +8,16 @@ import Darwin
 #endif
 
 /// What the updater keeps about this store between runs, in `downloads/updater.json` (docs/formats.md, "Store
-/// layout"): the random install id behind cohorts and tokens (never sent), the highest catalog serial accepted per
-/// catalog URL, and why versions failed here when the store's state cannot say. (The channel is the store's own.)
+/// layout"): the random install id behind cohorts and tokens (never sent), and why versions failed here when the store's
+/// state cannot say. (The channel is the store's own.) The same file holds the catalog serial floors (`serials`,
+/// `serialTrust`), which are ``KeptTrust``'s: this record keeps them as they are on disk when it saves.
 public struct UpdaterRecord: Hashable, Sendable, Codable {
     public static let fileName = "updater.json"
 
     /// 32 random bytes, hex.
     public var installID: String
-    public var serials: [String: Int64]
     /// "<id> <version>" -> why (`revoked`, `verification`, `install-store`).
     public var failures: [String: Failure]
-    /// Catalog URL -> the trust version named by the catalog that set that URL's serial floor, when it was checked
-    /// under root keys (docs/formats.md, "Trust"): once a trust version the device reaches drops a catalog key of that
-    /// version, the floor stops binding (fast-forward recovery). Nil in records from before trust; a reader from before
-    /// it drops the field when it saves (the floor then counts as set under plain keys).
-    public var serialTrust: [String: Int64]?
 
     /// Why a version failed on this device, as `downloads/updater.json` and the device report spell it.
     ///
@@ -73,18 +68,9 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
         }
     }
 
-    public init(installID: String, serials: [String: Int64], failures: [String: Failure], serialTrust: [String: Int64]? = nil) {
+    public init(installID: String, failures: [String: Failure]) {
         self.installID = installID
-        self.serials = serials
         self.failures = failures
-        self.serialTrust = serialTrust
-    }
-
-    /// Records the trust version under which `url`'s floor was set (nil: plain keys, nothing to record).
-    mutating func setSerialTrust(_ version: Int64?, for url: String) {
-        var map = serialTrust ?? [:]
-        map[url] = version
-        serialTrust = map.isEmpty ? nil : map
     }
 
     /// The record in `folder`, or a new one with a fresh install id, saved at once so that no token made from it is
@@ -98,7 +84,7 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
         }
         var random = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
-        let record = UpdaterRecord(installID: bytes.map { String(format: "%02x", $0) }.joined(), serials: [:], failures: [:])
+        let record = UpdaterRecord(installID: bytes.map { String(format: "%02x", $0) }.joined(), failures: [:])
         try record.save(to: folder)
         return record
     }
@@ -116,13 +102,18 @@ public struct UpdaterRecord: Hashable, Sendable, Codable {
 
     public var cohorts: ReleaseCohort { ReleaseCohort(installID: installIDBytes ?? []) }
 
-    /// Written atomically: a crash leaves the old record or the new one.
+    /// Written atomically: a crash leaves the old record or the new one. The keys this record does not own (the
+    /// serial floors, and any a newer runtime wrote) are kept as the file holds them now.
     public func save(to folder: String) throws(UpdateError) {
         try ResumableDownload.makeFolder(folder)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(self) else { return }
+        guard let own = try? encoder.encode(self), var merged = (try? JSONSerialization.jsonObject(with: own)) as? [String: Any] else { return }
         let path = folder + "/" + Self.fileName
+        if let data = FileManager.default.contents(atPath: path), let onDisk = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] {
+            for (key, value) in onDisk where merged[key] == nil { merged[key] = value }
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys]) else { return }
         let temporary = path + ".\(getpid()).tmp"
         do { try data.write(to: URL(fileURLWithPath: temporary)) } catch { throw .system("write", temporary) }
         guard rename(temporary, path) == 0 else { throw .system("rename", temporary) }

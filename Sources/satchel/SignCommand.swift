@@ -54,11 +54,14 @@ extension Satchel {
             } else {
                 guard let data = FileManager.default.contents(atPath: file) else { throw Output.failure("cannot read \(file)") }
                 let bytes = Array(data)
-                if Self.looksLikeTrust(bytes) {
+                // A trust document is what parses as one (strictly, canonical form and all); then a catalog.
+                let trustError: TrustError?
+                do { _ = try TrustDocument.decode(bytes); trustError = nil } catch { trustError = error }
+                if trustError == nil {
                     summary = try signTrust(keys: keys)
                 } else {
                     do { _ = try Catalog.decode(bytes) } catch {
-                        throw Output.failure("\(file) is neither a bundle (.zip, .tar.gz), a catalog nor a trust document: \(error)")
+                        throw Output.failure("\(file) is neither a bundle (.zip, .tar.gz), a catalog (\(error)) nor a trust document (it \(trustError!))")
                     }
                     summary = try signDetached(bytes, kind: "catalog", keys: keys)
                 }
@@ -73,14 +76,6 @@ extension Satchel {
                 }
                 Output.line(line)
             }
-        }
-
-        /// A JSON object with a `signed` member: what only a trust document has.
-        static func looksLikeTrust(_ bytes: [UInt8]) -> Bool {
-            guard bytes.count <= TrustDocument.maxBytes,
-                let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
-            else { return false }
-            return object["signed"] != nil
         }
 
         private func signTrust(keys: [(String, SigningKey)]) throws -> Summary {

@@ -76,20 +76,24 @@ enum TrustFolder {
         guard versions == Array(1...newestVersion) else {
             throw Output.failure("--trust \(dir) lacks trust version \(Set(1...newestVersion).subtracting(versions).min()!): a device walks every version from 1")
         }
-        var previous: SignerSet?
-        var newest: TrustDocument?
+        var documents: [TrustDocument] = []
         for version in versions {
             let file = path(dir, version)
             let document = try read(file)
             guard document.version == version else { throw Output.failure("\(file) holds trust version \(document.version), not \(version)") }
-            let tally = document.rootTally(previous: previous)
-            guard tally.isComplete else {
-                throw Output.failure("\(file): threshold: trust version \(version) has root signatures \(tally.have) of \(tally.need); each other root holder runs satchel sign \(file) --sign-key <their key> before a catalog names it")
-            }
-            previous = document.signers(.root)
-            newest = document
+            documents.append(document)
         }
-        let document = newest!
+        // The chain as a device walks it (TrustState, the one acceptance path); the counts only word the refusal.
+        do { _ = try TrustState.publishedChain(documents) } catch {
+            let file = path(dir, error.version)
+            let document = documents[Int(error.version - 1)]
+            let tally = document.rootTally(previous: error.version > 1 ? documents[Int(error.version - 2)].signers(.root) : nil)
+            guard error.refusal.tally == nil else {
+                throw Output.failure("\(file): threshold: trust version \(error.version) has root signatures \(tally.have) of \(tally.need); each other root holder runs satchel sign \(file) --sign-key <their key> before a catalog names it")
+            }
+            throw Output.failure("\(file): \(error.refusal)")
+        }
+        let document = documents.last!
         if document.expires <= CatalogFile.now() {
             throw Output.failure("\(path(dir, document.version)): expired: trust version \(document.version) expired at \(document.expires), and devices refuse every catalog while it is the newest they reach; write the next with satchel trust update \(dir)")
         }
@@ -285,9 +289,15 @@ extension Satchel {
                 guard newest.version == newestVersion else {
                     throw Output.failure("\(newestPath) holds trust version \(newest.version), not \(newestVersion)")
                 }
-                // A version devices would refuse cannot lead anywhere: finish it before writing the next.
-                let standing = newest.rootTally(previous: try TrustFolder.previousRoots(of: newest, at: newestPath))
-                guard standing.isComplete else {
+                // A version devices would refuse cannot lead anywhere: finish it before writing the next. Judged by the
+                // acceptance path (against the version before it when it is beside it); the counts word the refusal.
+                let previousRoots = try TrustFolder.previousRoots(of: newest, at: newestPath)
+                let standing = newest.rootTally(previous: previousRoots)
+                let previousDocument = previousRoots == nil ? nil : try TrustFolder.read(TrustFolder.path(directory, newestVersion - 1))
+                let refusal: TrustRefusal?
+                do { try TrustState.checkLink(newest, after: previousDocument); refusal = nil } catch { refusal = error }
+                if let refusal, refusal.tally == nil { throw Output.failure("\(newestPath): \(refusal)") }
+                guard refusal == nil else {
                     throw Output.failure("\(newestPath): threshold: trust version \(newestVersion) has root signatures \(standing.have) of \(standing.need); complete it with satchel sign before writing the next version")
                 }
                 var roles: [TrustRole: RoleDefinition] = [:]

@@ -51,8 +51,17 @@ struct FormatsCoverageTests {
             .init(id: try PackageID("shop"), role: .active, version: v("1.1.0"), token: "fedcba9876543210", state: "trial"),
             .init(id: try PackageID("shop"), role: .failed, version: v("1.0.5"), token: "00112233445566aa", why: "trial"),
         ])
-        // Its two maps are keyed by catalog URL and by "<id> <version>": names, not fields, so left empty here.
-        let record = UpdaterRecord(installID: String(repeating: "ab", count: 32), serials: [:], failures: [:], serialTrust: [:])
+        // updater.json as its two writers leave it: the updater's record, then a floor KeptTrust keeps.
+        let recordRoot = NSTemporaryDirectory() + "formats-coverage-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: recordRoot) }
+        let layout = StoreLayout(root: recordRoot)
+        try UpdaterRecord(installID: String(repeating: "ab", count: 32), failures: [:]).save(to: layout.downloads)
+        try KeptTrust(layout: layout).keepFloor(SerialFloor(serial: 12, trustVersion: 2), for: "https://cdn.example/catalog.json")
+        // Its maps are keyed by catalog URL and by "<id> <version>": names, not fields, so emptied here.
+        let file = try #require(FileManager.default.contents(atPath: layout.downloads + "/" + UpdaterRecord.fileName))
+        var written = try #require(try JSONSerialization.jsonObject(with: file) as? [String: Any])
+        for (key, value) in written where value is [String: Any] { written[key] = [String: Any]() }
+        let updaterJSON = try JSONSerialization.data(withJSONObject: written, options: [.sortedKeys])
         let changed = String(repeating: "cd", count: 32)
         let patch = try ManifestPatch.make(
             from: manifest(version: "1.3.0", extra: "old.css"), to: manifest(indexSHA256: changed), signature: "c2ln",
@@ -68,7 +77,7 @@ struct FormatsCoverageTests {
             ("satchel.json", try manifest().canonicalBytes), ("catalog.json", catalog.canonicalBytes),
             ("satchel-delta.json", delta.canonicalBytes),
             ("Satchel-Report", ReportRecord(at: Timestamp(secondsSinceEpoch: 1_790_000_000), via: "post", report: report).jsonLine),
-            ("updater.json", Array(try JSONEncoder().encode(record))), ("store.json", Array(#"{"channel":"beta","layout":1}"#.utf8)), ("patches/<id>/<version>/from-<base>.json.gz", patch.canonicalBytes), ("state.json", state.canonicalBytes),
+            ("updater.json", Array(updaterJSON)), ("store.json", Array(#"{"channel":"beta","layout":1}"#.utf8)), ("patches/<id>/<version>/from-<base>.json.gz", patch.canonicalBytes), ("state.json", state.canonicalBytes),
             ("cache.json", Array(#"{"layout":1}"#.utf8)),
             ("patches/<id>/<version>/diffs-<hash>.json.gz", FileDiffIndex(id: try PackageID("shop"), version: v("1.1.0"), diffs: [
                 .init(from: sha, to: changed, size: 40, sha256: sha),

@@ -36,7 +36,7 @@ struct TrustInstallTests {
     func arbitrarySoftware() throws {
         try withTemporaryFolder { folder in
             let store = try store(folder + "/store")
-            try store.keepTrust([try keys.document(1, bundles: [keys.bundles[0]])])
+            try store.keptTrust.keep([try keys.document(1, bundles: [keys.bundles[0]])])
             let before = try snapshot(store.layout.root)
             for (signer, check) in [(nil, "threshold"), (keys.catalog, "key-not-trusted"), (keys.stranger, "threshold")] as [(SigningKey?, String)] {
                 let bundle = try BundleFactory(folder: folder, key: signer).bundle(version: "1.0.0")
@@ -68,7 +68,7 @@ struct TrustInstallTests {
     func thresholdTwo() async throws {
         try await withTemporaryFolder { folder async throws in
             let store = try store(folder + "/store")
-            try store.keepTrust([try keys.document(1, bundles: keys.bundles, threshold: 2)])
+            try store.keptTrust.keep([try keys.document(1, bundles: keys.bundles, threshold: 2)])
             let factory = BundleFactory(folder: folder, key: keys.bundles[0])
             let bundle = try factory.bundle(version: "1.0.0")
             let manifest = try BundleReader(path: bundle).manifestBytes
@@ -110,13 +110,13 @@ struct TrustInstallTests {
             let builtIn = try old.bundle(id: "docs", version: "0.9.0", host: "docs.example")
             let root = folder + "/store"
             let first = try store(root, builtIns: [builtIn])
-            try first.keepTrust([try keys.document(1, bundles: [keys.bundles[0]])])
+            try first.keptTrust.keep([try keys.document(1, bundles: [keys.bundles[0]])])
             try first.install(bundle: try old.bundle(version: "1.0.0"))
             try first.confirm(id("shop"))
             #expect(try first.check().isEmpty)
 
             // Version 2 gives the bundles role to bundles[1] alone: bundles[0] is revoked.
-            try first.keepTrust([try keys.document(2, bundles: [keys.bundles[1]])])
+            try first.keptTrust.keep([try keys.document(2, bundles: [keys.bundles[1]])])
             let reopened = try store(root, builtIns: [builtIn])
             #expect(reopened.builtInRefusals.isEmpty && reopened.builtInPackages.map(\.id.value) == ["docs"])
             #expect(try reopened.state(of: id("shop"))?.active.description == "1.0.0")
@@ -145,7 +145,7 @@ struct TrustInstallTests {
             try withPlain.install(bundle: bundle)
             #expect(try withPlain.check().isEmpty)
             // Once a first version is held, only its roles count: the plain key no role holds is revoked.
-            try withPlain.keepTrust([try keys.document(1, bundles: [keys.bundles[0]])])
+            try withPlain.keptTrust.keep([try keys.document(1, bundles: [keys.bundles[0]])])
             #expect(try withPlain.check().map(\.kind) == [.revoked])
             let rootsOnly = try store(folder + "/b")
             #expect(throws: StoreError.self) { try rootsOnly.install(bundle: bundle) }
@@ -157,7 +157,7 @@ struct TrustInstallTests {
         try withTemporaryFolder { folder in
             let store = try store(folder + "/store")
             #expect(store.trustState()?.version == 0)
-            try store.keepTrust([try keys.document(1, bundles: [keys.bundles[0]]), try keys.document(2, bundles: [keys.bundles[1]])])
+            try store.keptTrust.keep([try keys.document(1, bundles: [keys.bundles[0]]), try keys.document(2, bundles: [keys.bundles[1]])])
             #expect(listing(store.layout.trust) == ["1.json", "2.json"])
             #expect(store.trustState()?.version == 2)
             try Data("{}".utf8).write(to: URL(fileURLWithPath: store.layout.trust + "/2.json"))

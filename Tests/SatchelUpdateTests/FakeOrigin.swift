@@ -20,11 +20,19 @@ final class FakeOrigin: AsyncNetworkFetcher, @unchecked Sendable {
     private var files: [String: File] = [:]
     private var cuts: [String: Int] = [:]
     private var failures: [String: Int] = [:]
+    private var statuses: [String: Int] = [:]
+    private var replacements: [String: [UInt8]] = [:]
     private(set) var log: [Logged] = []
 
     func put(_ url: String, _ bytes: [UInt8], etag: String? = nil) {
         lock.withLock { files[url] = File(bytes: bytes, etag: etag ?? "\"\(Digests.sha256Hex(bytes))\"") }
     }
+
+    /// `url` is answered with `status` and no body from now on (an object store's 403 for a missing key, a 410, a 500).
+    func answer(_ url: String, status: Int) { lock.withLock { statuses[url] = status } }
+
+    /// The next request for `url` gets what it holds now; every later one gets `bytes` (a CDN refreshing one file).
+    func put(_ url: String, afterNext bytes: [UInt8]) { lock.withLock { replacements[url] = bytes } }
 
     /// `url` is gone: answered 404 from now on.
     func remove(_ url: String) { lock.withLock { files[url] = nil } }
@@ -38,11 +46,17 @@ final class FakeOrigin: AsyncNetworkFetcher, @unchecked Sendable {
     var requests: [Logged] { lock.withLock { log } }
 
     func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
-        let (file, cut, fail): (File?, Int?, Bool) = lock.withLock {
+        let (file, cut, fail, forced): (File?, Int?, Bool, Int?) = lock.withLock {
             let fail = (failures[request.url] ?? 0) > 0
             if fail { failures[request.url]! -= 1 }
             let cut = cuts.removeValue(forKey: request.url)
-            return (files[request.url], cut, fail)
+            let file = files[request.url]
+            if let next = replacements.removeValue(forKey: request.url) { files[request.url] = File(bytes: next, etag: "\"\(Digests.sha256Hex(next))\"") }
+            return (file, cut, fail, statuses[request.url])
+        }
+        if let forced {
+            record(request, forced)
+            return ResourceResponse(status: forced)
         }
         if fail {
             record(request, 0)

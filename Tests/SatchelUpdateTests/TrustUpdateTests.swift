@@ -146,8 +146,7 @@ struct TrustUpdateTests {
             #expect(listing(store.layout.trust) == ["1.json", "2.json", "3.json"])
             #expect(try readBytes(store.layout.trust + "/3.json") == third.canonicalBytes)
             #expect(store.trustState()?.version == 3)
-            let record = try UpdaterRecord.load(from: store.layout.downloads)
-            #expect(record.serials[release.catalogURL] == 10 && record.serialTrust?[release.catalogURL] == 3)
+            #expect(store.keptTrust.floor(for: release.catalogURL) == SerialFloor(serial: 10, trustVersion: 3))
 
             // Naming what it holds, the device fetches no trust document.
             let before = release.trustRequests.count
@@ -238,12 +237,11 @@ struct TrustUpdateTests {
             }
             // Rotated: version 2 drops c0. Kept before a crash lost the floor's update, it still resets the floor.
             let second = try release.trust(2, roots: [r[0]], catalog: [c[1]], signedBy: [r[0]])
-            try store.keepTrust([second])
+            try store.keptTrust.keep([second])
             try release.publish(trust: 2, serial: 20, signers: [c[1]])
             let report = try await release.updater(store).run()
             #expect(report.failures.isEmpty && report.catalog.catalog.serial == 20)
-            let record = try UpdaterRecord.load(from: store.layout.downloads)
-            #expect(record.serials[release.catalogURL] == 20 && record.serialTrust?[release.catalogURL] == 2)
+            #expect(store.keptTrust.floor(for: release.catalogURL) == SerialFloor(serial: 20, trustVersion: 2))
             // The floor binds again under version 2.
             try release.publish(trust: 2, serial: 19, signers: [c[1]])
             await #expect(throws: UpdateError.catalogReplayed(url: release.catalogURL, serial: 19, last: 20)) {

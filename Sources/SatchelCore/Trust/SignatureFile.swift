@@ -10,7 +10,7 @@
 /// catalog (and start afresh) and a device can tell a signature file a CDN has not yet refreshed from a forged one.
 /// `satchel.sig` and `catalog.json.sig` stay one legacy signature each; they count toward the threshold too.
 public struct SignatureFile: Equatable, Sendable {
-    public static let maxBytes = 64 << 10
+    public static let maxBytes = DocumentLimits.signatureFile
     /// The suffix of a signature file's name: `catalog.json.sigs`, `shop-1.1.0.zip.sigs`.
     public static let suffix = ".sigs"
 
@@ -29,6 +29,13 @@ public struct SignatureFile: Equatable, Sendable {
     public init(for bytes: [UInt8]) {
         sha256 = Digests.sha256Hex(bytes)
         signatures = []
+    }
+
+    /// A legacy signature file's signature (`satchel.sig`, `catalog.json.sig`: base64 of 64 bytes, surrounding
+    /// whitespace ignored); nil when it is above ``DocumentLimits/legacySignature`` or not one.
+    public static func legacySignature(_ bytes: [UInt8]) -> Signature? {
+        guard bytes.count <= DocumentLimits.legacySignature else { return nil }
+        return try? Signature(base64: String(decoding: bytes, as: UTF8.self))
     }
 
     /// Whether the file was made for these bytes.

@@ -70,16 +70,33 @@ public struct SignerSet: Equatable, Sendable {
             invalid: invalid.subtracting(counted).sorted())
     }
 
-    /// ``tally(_:signatures:legacy:)``, refused when short of the threshold, naming why: a revoked key first, then a
-    /// key the role does not hold, then a signature that does not verify, else the threshold itself.
+    /// ``tally(_:signatures:legacy:)``, refused when short of the threshold, naming why: under plain keys' rule, with
+    /// no signature at all, `unsigned`; else a revoked key first, then a key the role does not hold, then a signature
+    /// that does not verify, else the threshold itself.
+    ///
+    /// - Parameter anyPresent: given only under plain keys' rule (docs/formats.md, "Signature and keys"): whether
+    ///   the document came with a signature file, readable or not (a `.sig` that is not base64 of 64 bytes is present
+    ///   and counts for nothing). Under roots a missing signature is the threshold's business.
     @discardableResult
-    public func verify(_ bytes: [UInt8], signatures: [KeyedSignature], legacy: Signature? = nil) throws(TrustRefusal) -> SignatureTally {
+    public func verify(_ bytes: [UInt8], signatures: [KeyedSignature], legacy: Signature? = nil, anyPresent: Bool? = nil) throws(TrustRefusal) -> SignatureTally {
         let tally = tally(bytes, signatures: signatures, legacy: legacy)
         if tally.isMet { return tally }
+        if anyPresent == false { throw .unsigned(tally) }
         if let id = tally.revoked.first { throw .revokedKey(id, tally) }
         if let id = tally.untrusted.first { throw .keyNotTrusted(id, tally) }
         if let id = tally.invalid.first { throw .signatureMismatch(id, tally) }
         throw .threshold(tally)
+    }
+}
+
+extension SignerSet {
+    /// Whether any key the set knows (its own, revoked or another role's) verifies `signature` over `bytes`: a
+    /// legacy signature none of them verifies was made by a key the device never saw, or over other bytes.
+    public func anyKnownKeyVerifies(_ signature: Signature, over bytes: [UInt8]) -> Bool {
+        for key in keys.values where key.isValid(signature, for: bytes) { return true }
+        for key in revoked.values where key.isValid(signature, for: bytes) { return true }
+        for key in known.values where key.isValid(signature, for: bytes) { return true }
+        return false
     }
 }
 

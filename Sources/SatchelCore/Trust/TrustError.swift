@@ -61,6 +61,8 @@ public enum TrustError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Why a device, or a tool checking as one, refuses a trust document, a catalog or a bundle's signatures. ``check``
 /// is the one word that names the rule (the CLI prints it, the updater can report it).
 public enum TrustRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Plain keys are trusted and the document carries no signature at all (under roots, that is a `threshold`).
+    case unsigned(SignatureTally)
     /// Fewer distinct keys of the role signed than its threshold.
     case threshold(SignatureTally)
     /// Short of the threshold, and a signature that verified is by a key the role had in a held version and has no
@@ -84,10 +86,19 @@ public enum TrustRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// The document itself breaks a rule of its format.
     case document(version: Int64, TrustError)
 
-    /// The check, as one word: `threshold`, `revoked-key`, `key-not-trusted`, `signature-mismatch`, `expired`,
+    /// The count of signatures behind a refusal short of a threshold; nil for the other checks.
+    public var tally: SignatureTally? {
+        switch self {
+        case .unsigned(let tally), .threshold(let tally), .revokedKey(_, let tally), .keyNotTrusted(_, let tally), .signatureMismatch(_, let tally): tally
+        default: nil
+        }
+    }
+
+    /// The check, as one word: `unsigned`, `threshold`, `revoked-key`, `key-not-trusted`, `signature-mismatch`, `expired`,
     /// `older-trust-version`, `no-trust-version`, `rollback`, `unexpected-version`, `document`.
     public var check: String {
         switch self {
+        case .unsigned: "unsigned"
         case .threshold: "threshold"
         case .revokedKey: "revoked-key"
         case .keyNotTrusted: "key-not-trusted"
@@ -103,6 +114,7 @@ public enum TrustRefusal: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
+        case .unsigned: "unsigned: no signature, but a public key is trusted"
         case .threshold(let tally): "threshold: \(tally.summary)"
         case .revokedKey(let id, let tally): "revoked key: \(id) is no longer \(tally.keyOfRole): a trust version this device holds removed it; \(tally.summary)"
         case .keyNotTrusted(let id, let tally): "key not trusted: \(id) is not \(tally.keyOfRole); \(tally.summary)"

@@ -97,6 +97,38 @@ public struct TrustState: Sendable {
         return SignerSet(role: .root, keys: [:], threshold: 1)  // an app without roots trusts no trust document
     }
 
+    // MARK: A publisher's chain
+
+    /// The chain of a folder of trust documents (versions 1, 2, …, in order), walked as a device whose app ships
+    /// version 1's own root keys walks it: each version needs a threshold of the previous version's roots and of its
+    /// own (version 1, of its own). What `satchel catalog --trust` checks before publishing; expiry is the caller's
+    /// (``checkUnexpired(at:)`` on the result).
+    /// - Throws: the first version's refusal, with that version.
+    public static func publishedChain(_ documents: [TrustDocument]) throws(PublishedChainRefusal) -> TrustState {
+        guard let first = documents.first else { return TrustState(anchor: nil) }
+        var state = TrustState(anchor: TrustAnchor(document: first))
+        for document in documents {
+            do { try state.accept(document) } catch { throw PublishedChainRefusal(version: document.version, refusal: error) }
+        }
+        return state
+    }
+
+    /// Whether a device holding `previous` would accept `document` as its next version (with `previous` nil: as the
+    /// first version of an app that ships its own roots). What `satchel trust update` asks of the newest version before
+    /// it writes the next.
+    public static func checkLink(_ document: TrustDocument, after previous: TrustDocument?) throws(TrustRefusal) {
+        guard let previous else {
+            var state = TrustState(anchor: TrustAnchor(document: document))
+            try state.accept(document)
+            return
+        }
+        guard document.version == previous.version + 1 else { throw .unexpectedVersion(expected: previous.version + 1, found: document.version) }
+        // The previous version's roots as the anchor of the version after it: what a device holding it checks.
+        let roots = previous.keys(of: .root)
+        var state = TrustState(anchor: try! TrustAnchor(rootKeys: roots.keys.sorted().map { roots[$0]! }, threshold: previous.root.threshold, version: document.version))
+        try state.accept(document)
+    }
+
     // MARK: The walk
 
     /// The trust versions to fetch before a catalog naming `named` can be checked: from the one after the newest held
@@ -278,4 +310,10 @@ public struct TrustWalk: Sendable {
         try state.checkUnexpired(at: now)
         return state
     }
+}
+
+/// Why a folder of trust documents does not chain: the version refused and the check.
+public struct PublishedChainRefusal: Error, Equatable, Sendable {
+    public let version: Int64
+    public let refusal: TrustRefusal
 }
