@@ -7,7 +7,8 @@ import Testing
 /// outcomes became typed (issue 49, part 5): the fixtures in Tests/Fixtures/update-json were recorded by the `satchel`
 /// binary built from the commit before that change (`SATCHEL_BIN=<that binary> SATCHEL_RECORD_UPDATE_FIXTURES=1`), so
 /// a typed field whose encoding drifts from the old string fails here. With `SATCHEL_RECORD_UPDATE_FIXTURES` set the
-/// test writes them instead of comparing, and fails, so a recording run is never taken for a passing one.
+/// test writes them instead of comparing, and fails, so a recording run is never taken for a passing one. A scenario
+/// named `changed-…` is an outcome issue 49 changed on purpose; its fixture was recorded after the change.
 @Suite("satchel update --json: every outcome, byte for byte as before typed outcomes")
 struct UpdateJSONTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -59,6 +60,10 @@ struct UpdateJSONTests {
                 // The scenario must still be the one its name says, so that a drift in how the ladder chooses is not
                 // recorded and compared away.
                 #expect(scenario.expect(printed.json.stdout), "\(scenario.name) is not what it is meant to show: \(printed.json.stdout)")
+                if scenario.name.hasPrefix("changed-") {
+                    // The outcome this issue changes on purpose (see Scenarios.all): the refusal is "no signature".
+                    #expect(text.contains("has no signature") && !text.contains("HTTP 403"), "\(scenario.name): \(text)")
+                }
                 if Self.recording {
                     try FileManager.default.createDirectory(atPath: Self.fixtures, withIntermediateDirectories: true)
                     try Data(text.utf8).write(to: URL(fileURLWithPath: path))
@@ -262,7 +267,17 @@ private struct Scenarios {
         let badIndex = try await catalog("bad-index", over: "site-bad-index")
         for path in Self.files(under: indexFolder + "/patches") where path.contains("/diffs-") { try Self.flip(path) }
 
+        // Changed on purpose by issue 49, and the only such scenario: a plain --public-key device whose catalog has no
+        // catalog.json.sig, which satchel serve --publish answers 403 (as object stores do for a missing key). Runtimes
+        // before the one acceptance path printed "…/catalog.json.sig answered HTTP 403"; absence is now one rule in both
+        // modes, so it says the catalog has no signature. Its fixture was recorded after the change.
+        try await cli(["keygen", "--output", folder + "/plain-key"])
+        let plainKey = ["--public-key", folder + "/plain-key/satchel.pub"]
+
         return [
+            Scenario(
+                name: "changed-plain-key-signature-403", catalog: shop, prepare: { try await install("shop", "1.1.0", into: $0) }, extra: plainKey,
+                expect: { $0.isEmpty || !$0.contains("HTTP 403") }),
             Scenario(name: "via-delta", catalog: shop, prepare: { try await install("shop", "1.1.0", into: $0) }, expect: via("delta")),
             Scenario(name: "via-objects", catalog: shop, prepare: { try await install("shop", "1.0.0", into: $0) }, expect: via("objects")),
             Scenario(name: "via-full", catalog: shop, prepare: { _ in }, extra: ["--package", "shop"], expect: via("full")),
