@@ -1,6 +1,7 @@
 // Trust documents and signature files: no crash; what is accepted is exactly its canonical bytes; and the chain
 // accepts a document only when both root thresholds hold. An input with a newline is two documents (canonical JSON
-// has no raw newline): the first is the version a device holds, the second the next one it is offered.
+// has no raw newline): the first is the version a device holds, the second the next one it is offered. An input that
+// starts with 0xF0 is a sequence of updates instead (Sequences.swift).
 import FuzzDriver
 import SatchelCore
 
@@ -9,6 +10,10 @@ public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePoint
 
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    if bytes.first == 0xF0 {
+        fuzzSequence(Array(bytes.dropFirst()))
+        return 0
+    }
     if let file = try? SignatureFile.decode(bytes) {
         require(file.canonicalBytes == bytes, "a signature file was accepted in other than its canonical bytes")
     }
