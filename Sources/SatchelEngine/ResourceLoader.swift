@@ -121,15 +121,20 @@ final class Load: StrategyLoad, FetchHandle, @unchecked Sendable {
             return send(upstream, timeouts: timeouts, then: then)
         }
         // Cookies come from an asynchronous store (WebKit's): the one step that needs a task before the fetch.
-        let task = Task { [routed, executor, timeouts] in
-            do throws(FetchError) {
-                let upstream = try await policy.upstreamRequest(for: routed.request, upstreamURL: routed.upstreamURL)
-                executor.execute { self.send(upstream, timeouts: timeouts, then: then) }
-            } catch {
-                executor.execute { self.finish(error.response, .error) }
-            }
+        // Made and stored under the lock: the task's send needs it, so its fetch's handle is always stored after this
+        // one. Stored after the lock was let go, a cookie read answered from the jar's snapshot (no wait) could send
+        // first, and this finished task's handle would replace the fetch's: a cancel then reached nothing and the
+        // upstream request of a page that went away ran on (webkit-test's "abandoned before its response started").
+        lock.withLock { state in
+            state.inFlight = TaskHandle(Task { [routed, executor, timeouts] in
+                do throws(FetchError) {
+                    let upstream = try await policy.upstreamRequest(for: routed.request, upstreamURL: routed.upstreamURL)
+                    executor.execute { self.send(upstream, timeouts: timeouts, then: then) }
+                } catch {
+                    executor.execute { self.finish(error.response, .error) }
+                }
+            })
         }
-        lock.withLock { $0.inFlight = TaskHandle(task) }
     }
 
     private func send(_ upstream: ResourceRequest, timeouts: FetchTimeouts, then: @escaping @Sendable (Result<ResourceResponse, FetchError>) -> Void) {
