@@ -204,7 +204,7 @@ let package = Package(
             // SatchelWebKit for URLSessionFetcher: the loader's fallback is tested through a real HTTP stack.
             dependencies: [
                 "SatchelEngine", "SatchelHTTP", "SatchelCore", "SatchelStore", "SatchelBundle", "SatchelPublishing", "SatchelTestSupport",
-                "SatchelEngineProbe", "SatchelWebKit",
+                "SatchelEngineProbe", "SatchelWebKit", "SatchelPlatform",
             ],
             exclude: ["Resources"]),
         .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelHTTP", "SatchelCore"]),
