@@ -126,7 +126,7 @@ extension OfflinePages {
         do {
             let report = try await updater.run()
             for outcome in report.outcomes where outcome.action == .installed {
-                print("satchel: \(outcome.id) \(outcome.to) installed via \(outcome.via ?? "?")")
+                print("satchel: \(outcome.id) \(outcome.to) installed via \(outcome.via?.rawValue ?? "?")")
             }
             for failure in report.failures { print("satchel: \(failure.id) not updated: \(failure.error)") }
         } catch {
