@@ -70,7 +70,9 @@ struct LoadCancelRaceTests {
                     guard case .pending(let handle) = loader.start(ResourceRequest(url: "satchel://m.shop.com/api"), on: InlineExecutor.shared, completion: { _ in }) else {
                         return
                     }
-                    let deadline = Date().addingTimeInterval(10)
+                    // A bound against a hang, not a speed: in a full parallel run the pool that runs the cookie task
+                    // may be busy for many seconds, and this thread of idle priority runs only when a core is free.
+                    let deadline = Date().addingTimeInterval(600)
                     while fetcher.counts.withLock({ $0.fetched }) < round {
                         guard Date() < deadline else { return outcome.withLock { $0.stuck = true } }
                         sched_yield()
