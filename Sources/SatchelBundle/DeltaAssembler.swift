@@ -42,6 +42,8 @@ public enum DeltaAssembler {
         case gzipFile(String)
         /// An entry of a bundle read in place (a built-in).
         case bundle(InPlaceBundle, FileRecord)
+        /// `size` bytes of a file on disk from `offset`, as they are or a gzip of the file (an object inside a step).
+        case slice(String, offset: Int64, size: Int64, gzip: Bool)
     }
 
     public static func write(
@@ -62,6 +64,12 @@ public enum DeltaAssembler {
                 case .gzipFile(let file):
                     let reader = try GunzipReader { try writer.writeEntryData($0) }
                     try copy(file, buffer: &buffer) { chunk in try reader.write(chunk) }
+                    try reader.finish()
+                case .slice(let file, let offset, let size, false):
+                    try copy(file, from: offset, count: size, buffer: &buffer) { chunk in try writer.writeEntryData(chunk) }
+                case .slice(let file, let offset, let size, true):
+                    let reader = try GunzipReader { try writer.writeEntryData($0) }
+                    try copy(file, from: offset, count: size, buffer: &buffer) { chunk in try reader.write(chunk) }
                     try reader.finish()
                 case .bundle(let bundle, let file):
                     let reader = try bundle.reader(for: file)
@@ -89,21 +97,30 @@ public enum DeltaAssembler {
         }
     }
 
-    /// Streams the file at `path` to `sink` through `buffer`.
-    private static func copy(_ path: String, buffer: inout [UInt8], sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+    /// Streams the file at `path` (from `start`, `count` bytes of it; nil: to its end) to `sink` through `buffer`.
+    private static func copy(
+        _ path: String, from start: Int64 = 0, count limit: Int64? = nil, buffer: inout [UInt8], sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw ArchiveError.io(operation: "open", path: path, errno: errno) }
         defer { POSIXIO.close(descriptor) }
-        var offset: Int64 = 0
-        while true {
-            let result = buffer.withUnsafeMutableBytes { POSIXIO.readFully(descriptor, into: $0, at: offset) }
+        var offset = start
+        var left = limit ?? Int64.max
+        while left > 0 {
+            let wanted = Int(min(Int64(buffer.count), left))
+            let result = buffer.withUnsafeMutableBytes { POSIXIO.readFully(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<wanted]), at: offset) }
             let count: Int
             switch result {
             case .failure(let code): throw ArchiveError.io(operation: "read", path: path, errno: code.rawValue)
             case .success(let got): count = got
             }
-            if count == 0 { return }
+            if count == 0 {
+                // A slice must be there whole: a file cut short is an error, not a short entry.
+                if limit != nil { throw ArchiveError.io(operation: "read", path: path, errno: EIO) }
+                return
+            }
             offset += Int64(count)
+            left -= Int64(count)
             try buffer.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
         }
     }

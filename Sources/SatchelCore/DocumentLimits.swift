@@ -18,6 +18,8 @@ public enum DocumentLimits {
     public static let pinFile = 1 << 20
     /// `diffs-<hash>.json.gz`, the diff index, uncompressed.
     public static let diffIndex = 16 << 20
+    /// A step file's header (`steps/<id>/<version>/from-<base>-<hash>.step`), uncompressed.
+    public static let stepHeader = 16 << 20
     /// `trust/<n>.json`.
     public static let trustDocument = 64 << 10
     /// `catalog.json.sigs`, `<bundle>.sigs`.

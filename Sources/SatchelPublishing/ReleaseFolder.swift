@@ -28,6 +28,12 @@ public enum ReleaseFolder {
         public var diffsNotWorth: Int = 0
         /// `<bundle>.sigs` files made for another manifest than their bundle's: left out of the catalog.
         public var staleSignatures: [String] = []
+        /// Steps the catalog's entries name (docs/formats.md, "Steps"), their bytes, and the parts they carry as diffs
+        /// and as whole objects.
+        public var steps: Int = 0
+        public var stepBytes: Int64 = 0
+        public var stepDiffs: Int = 0
+        public var stepObjects: Int = 0
     }
 
     /// A version apps ship as a built-in: every newer version of its package gets diffs from it, however far back.
@@ -52,7 +58,11 @@ public enum ReleaseFolder {
         public var description: String { "\(id)@\(version)" }
     }
 
-    public static func read(_ folder: String, baseURL: String, builtIns: [BuiltIn] = []) throws(ReleaseFolderError) -> Contents {
+    /// `staged`: the versions (`"<id> <version>"`) the catalog lists as rollouts, which name steps besides each package's
+    /// newest released version. `steps: false` writes none (tests of the objects way alone).
+    public static func read(
+        _ folder: String, baseURL: String, builtIns: [BuiltIn] = [], staged: Set<String> = [], steps writesSteps: Bool = true
+    ) throws(ReleaseFolderError) -> Contents {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { throw .unreadable(folder) }
         var entries: [String: CatalogEntry] = [:]
         var versions: [String: (manifest: Manifest, bytes: [UInt8], signature: String?)] = [:]
@@ -132,10 +142,37 @@ public enum ReleaseFolder {
                 throw .content(key, error.description)
             }
         }
-        return Contents(
-            entries: Array(entries.values), objects: content.objects.count, patches: patchCount,
+        var contents = Contents(
+            entries: [], objects: content.objects.count, patches: patchCount,
             diffs: written.encoded + written.kept, diffBytes: written.bytes, diffsEncoded: written.encoded, diffsNotWorth: written.judgedNotWorth,
             staleSignatures: stale.sorted())
+        // Steps, named on each package's newest released entry and on each staged one, from the predecessor and the
+        // built-ins: made of the patch, the diffs and the objects just written.
+        if writesSteps {
+            let steps = ReleaseSteps(folder: folder, objects: content.objects, objectsFolder: content.objectsFolder, diffsFolder: diffs.diffsFolder)
+            let manifests = versions.values.map(\.manifest)
+            let shipped = Set(builtIns.map(\.description))
+            for key in ReleaseSteps.targets(manifests.map { ($0.id, $0.version) }, staged: staged).sorted() {
+                guard let target = versions[key] else { continue }
+                var named: [CatalogStep] = []
+                for base in ReleaseSteps.bases(of: target.manifest, among: manifests, builtIns: shipped) {
+                    do {
+                        let step = try steps.write(
+                            target: target.manifest, signature: target.signature, base: base, diffs: written.indexes[key] ?? [])
+                        named.append(CatalogStep(from: base.version, url: baseURL + step.path, size: step.size, sha256: step.sha256))
+                        contents.steps += 1
+                        contents.stepBytes += step.size
+                        contents.stepDiffs += step.diffs
+                        contents.stepObjects += step.objects
+                    } catch {
+                        throw .content(key, error.description)
+                    }
+                }
+                if !named.isEmpty { entries[key]!.content!.steps = named }
+            }
+        }
+        contents.entries = Array(entries.values)
+        return contents
     }
 
     /// The keyed signatures of a bundle's `satchel.json` in `<bundle>.sigs` beside it (docs/formats.md, "Threshold

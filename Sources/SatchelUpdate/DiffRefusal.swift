@@ -27,6 +27,9 @@ public enum DiffRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     case source(url: String, String)
     /// The diff applied, but its result is not the content the manifest names.
     case result(url: String, expected: String, actual: String)
+    /// A step carries no usable part for a content it should make (none, a diff from a content the base lacks, an
+    /// object other than the patch's): that file's object is fetched.
+    case stepPart(url: String, content: String, String)
 
     public var description: String {
         switch self {
@@ -41,6 +44,7 @@ public enum DiffRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .targetSize(let url, let declared, let manifest): "\(url) makes \(declared) bytes, but the manifest's file is \(manifest)"
         case .source(let url, let why): "\(url): cannot read the content it applies to: \(why)"
         case .result(let url, let expected, let actual): "\(url) made content \(actual), not \(expected)"
+        case .stepPart(let url, let content, let why): "\(url): the part for content \(content) \(why)"
         }
     }
 }

@@ -146,6 +146,14 @@ struct FileDiffApplication {
     ) throws(UpdateError) -> Result<String, DiffRefusal> {
         let bytes: [UInt8]
         do { bytes = try FileBytes.read(diffFile, size: diff.size) } catch { return .failure(.download(error)) }
+        return try apply(bytes, makes: diff.to, url: url, source: source, targetSize: targetSize, output: output)
+    }
+
+    /// Applies the diff `bytes` (a downloaded diff, or a step's part) to `source`; the result must be `targetSize` bytes
+    /// hashing to `content`, and is written to `output`.
+    func apply(
+        _ bytes: [UInt8], makes content: String, url: String, source: HeldContent, targetSize: Int64, output: String
+    ) throws(UpdateError) -> Result<String, DiffRefusal> {
         // The header first: its sizes are checked against the limits and the files before a byte of the source is read.
         let header: FileDiffHeader
         do {
@@ -161,8 +169,8 @@ struct FileDiffApplication {
         let result: [UInt8]
         do { result = try FileDiff.apply(bytes, to: sourceBytes, limits: limits) } catch { return .failure(.format(url: url, error)) }
         let digest = Digests.sha256Hex(result)
-        guard Int64(result.count) == targetSize, digest == diff.to else {
-            return .failure(.result(url: url, expected: diff.to, actual: digest))
+        guard Int64(result.count) == targetSize, digest == content else {
+            return .failure(.result(url: url, expected: content, actual: digest))
         }
         try FileBytes.write(result, to: output)
         return .success(output)
@@ -180,9 +188,9 @@ struct FileDiffApplication {
             } catch {
                 throw .source(url: url, "\(error)")
             }
-        case .gzipFile(let path):
-            // Held contents are installed files and built-in entries, never a downloaded object.
-            throw .source(url: url, "\(path) is a compressed object, not a content the device holds")
+        case .gzipFile(let path), .slice(let path, _, _, _):
+            // Held contents are installed files and built-in entries, never a downloaded object or a step's part.
+            throw .source(url: url, "\(path) is a downloaded object, not a content the device holds")
         }
     }
 

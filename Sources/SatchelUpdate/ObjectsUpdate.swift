@@ -118,12 +118,7 @@ struct ObjectsUpdate {
         } catch {
             throw .content(url: patchEntry.url, "the patch is not gzip: \(error)")
         }
-        guard Digests.sha256Hex(rebuilt.bytes) == content.manifest else {
-            throw .content(url: patchEntry.url, "the rebuilt manifest's sha256 is not the catalog's")
-        }
-        guard rebuilt.manifest.id == entry.id, rebuilt.manifest.version == entry.version else {
-            throw .catalogMismatch(url: patchEntry.url, catalog: "\(entry.id) \(entry.version)", bundle: "\(rebuilt.manifest.id) \(rebuilt.manifest.version)")
-        }
+        try Self.check(rebuilt, against: entry, content: content, url: patchEntry.url)
 
         // What each target file the base lacks comes from: another version on the device, or an object (or a diff).
         let baseFiles = Dictionary(uniqueKeysWithValues: base.manifest.files.map { ($0.path, $0.sha256) })
@@ -175,6 +170,31 @@ struct ObjectsUpdate {
         let fetchedSources = gathered.sources
         let files = parts.map { part in (part.0, part.1 ?? fetchedSources[part.0.sha256]!) }
 
+        let install = try await assembleAndInstall(rebuilt, signature: patch.signature, base: base, files: files, entry: entry, url: patchEntry.url)
+        return Taken(
+            install: install, received: received, resumed: resumed, patchFrom: patch.from?.version.description ?? "nothing",
+            objects: gathered.objects, objectBytes: gathered.objectBytes, diffs: diffing)
+    }
+
+    /// A manifest rebuilt from a patch must be the one the catalog names (its SHA-256) and the entry's id and version.
+    static func check(
+        _ rebuilt: (bytes: [UInt8], manifest: Manifest), against entry: CatalogEntry, content: CatalogContent, url: String
+    ) throws(UpdateError) {
+        guard Digests.sha256Hex(rebuilt.bytes) == content.manifest else {
+            throw .content(url: url, "the rebuilt manifest's sha256 is not the catalog's")
+        }
+        guard rebuilt.manifest.id == entry.id, rebuilt.manifest.version == entry.version else {
+            throw .catalogMismatch(url: url, catalog: "\(entry.id) \(entry.version)", bundle: "\(rebuilt.manifest.id) \(rebuilt.manifest.version)")
+        }
+    }
+
+    /// The version, assembled on the device as a delta from `base` (the rebuilt manifest, the patch's signature, each
+    /// file from where it comes), installed by the store exactly as a downloaded delta: signature, every file's hash,
+    /// the durable switch. The assembled file is deleted afterwards.
+    func assembleAndInstall(
+        _ rebuilt: (bytes: [UInt8], manifest: Manifest), signature: String?, base: Base, files: [(FileRecord, DeltaAssembler.Source)],
+        entry: CatalogEntry, url: String
+    ) async throws(UpdateError) -> InstallResult {
         let targetPaths = Set(rebuilt.manifest.files.map(\.path))
         let deltaPath = folder + "/\(rebuilt.manifest.contentHash).objects.zip"
         defer { unlink(deltaPath) }
@@ -183,24 +203,20 @@ struct ObjectsUpdate {
                 from: base.manifest.version, fromContentHash: base.manifest.contentHash,
                 deleted: base.manifest.files.map(\.path).filter { !targetPaths.contains($0) })
             try DeltaAssembler.write(
-                to: deltaPath, manifestBytes: rebuilt.bytes, signature: patch.signature.map { Array($0.utf8) }, delta: delta, files: files)
+                to: deltaPath, manifestBytes: rebuilt.bytes, signature: signature.map { Array($0.utf8) }, delta: delta, files: files)
         } catch let error as DeltaError {
-            throw .content(url: patchEntry.url, "cannot assemble the version: \(error)")
+            throw .content(url: url, "cannot assemble the version: \(error)")
         } catch {
-            throw .content(url: patchEntry.url, "cannot assemble the version: \(error)")
+            throw .content(url: url, "cannot assemble the version: \(error)")
         }
         let digest: (size: Int64, sha256: String)
         do { digest = try FileDigest.sha256(ofFile: deltaPath) } catch { throw .io(operation: "read", path: deltaPath, errno: error.errno) }
-        let install: InstallResult
         // The entry's bundle signatures go with the version assembled here, as with a downloaded bundle or delta. On a
         // thread of its own, as every install the updater makes (Updater.install): it waits for the store lock.
         let (store, sha256, signatures) = (store, digest.sha256, entry.signatures)
         do {
-            install = try await onOwnThread { () throws(StoreError) in try store.install(bundle: deltaPath, expectedSHA256: sha256, signatures: signatures) }
+            return try await onOwnThread { () throws(StoreError) in try store.install(bundle: deltaPath, expectedSHA256: sha256, signatures: signatures) }
         } catch { throw .store(error) }
-        return Taken(
-            install: install, received: received, resumed: resumed, patchFrom: patch.from?.version.description ?? "nothing",
-            objects: gathered.objects, objectBytes: gathered.objectBytes, diffs: diffing)
     }
 
     /// The needed contents, fetched: what the assembled delta reads each from, and the files to delete after it.

@@ -30,6 +30,8 @@ public struct UpdateOutcome: Sendable, Equatable, Encodable {
     public enum Via: String, Sendable, Codable {
         /// The manifest patched and only the missing objects (or per-file diffs) fetched.
         case objects
+        /// One ready-made download from the version the device runs: the patch, diffs and whole objects.
+        case step
         case delta
         case full
     }
@@ -50,6 +52,12 @@ public struct UpdateOutcome: Sendable, Equatable, Encodable {
     public var objects: Int?
     /// Why the objects path was given up for the delta or the full bundle, if it was.
     public var objectsFallback: UpdateError?
+    /// With `.step`: the version the step led from. `diffs`, `diffsFallback` and `diffRefusals` then count the step's
+    /// diffs, `objects` the files that came whole (in the step, or fetched for a refused part) and `objectBytes` the
+    /// bytes fetched besides the step.
+    public var stepFrom: String?
+    /// Why the step was given up for the objects, the delta or the full bundle, if it was.
+    public var stepFallback: UpdateError?
     /// With `.objects`, when the catalog entry lists per-file diffs (docs/formats.md, "Diffs"; nil otherwise): files
     /// made from a diff, bytes received for the diffs and their index, bytes received for objects, and how many diffs
     /// were refused (each such file then came as its object: `objects` counts it).
@@ -69,7 +77,7 @@ public struct UpdateOutcome: Sendable, Equatable, Encodable {
     public var install: InstallResult?
 
     enum CodingKeys: String, CodingKey {
-        case id, action, decision, release, cohort, from, to, via, patchFrom, objects, objectsFallback, diffs, diffBytes, objectBytes
+        case id, action, decision, release, cohort, from, to, via, patchFrom, objects, objectsFallback, stepFrom, stepFallback, diffs, diffBytes, objectBytes
         case diffsFallback, diffRefusals, diffIndexFallback, downloadedBytes, resumed, deltaFallback, install
     }
 
@@ -87,6 +95,8 @@ public struct UpdateOutcome: Sendable, Equatable, Encodable {
         try container.encodeIfPresent(patchFrom, forKey: .patchFrom)
         try container.encodeIfPresent(objects, forKey: .objects)
         try container.encodeIfPresent(objectsFallback?.description, forKey: .objectsFallback)
+        try container.encodeIfPresent(stepFrom, forKey: .stepFrom)
+        try container.encodeIfPresent(stepFallback?.description, forKey: .stepFallback)
         try container.encodeIfPresent(diffs, forKey: .diffs)
         try container.encodeIfPresent(diffBytes, forKey: .diffBytes)
         try container.encodeIfPresent(objectBytes, forKey: .objectBytes)
@@ -344,18 +354,47 @@ public struct Updater: Sendable {
         var outcome = UpdateOutcome(
             id: id.value, action: .installed, from: replacing?.description, to: entry.version.description, via: nil,
             downloadedBytes: 0, resumed: false)
+        let deltaCost = delta.map { UpdatePlan.Cost(bytes: $0.size, requests: 1) }
+        let fullCost = UpdatePlan.Cost(bytes: entry.size, requests: 1)
+        let name = id.value
+        let version = entry.version.description
+        let objects = ObjectsUpdate(
+            store: store, download: ResumableDownload(fetcher: fetcher, timeouts: options.timeouts, retry: options.retry),
+            folder: downloadsFolder + "/objects", concurrency: options.concurrency)
+        // The step from the version the device runs, in one request, when it weighs less than the delta and the bundle.
+        if let content = entry.content, let step = Self.step(in: content, from: replacing ?? store.builtInPackages.first { $0.id == id }?.version),
+            UpdatePlan.cheapest(step: UpdatePlan.Cost(bytes: step.size, requests: 1), objects: nil, delta: deltaCost, full: fullCost) == .step
+        {
+            var spent: Int64 = 0
+            do {
+                let taken = try await objects.installStep(step, entry: entry, content: content, from: fetched, spent: &spent) { received, total in
+                    progress(.downloading(id: name, version: version, received: received, total: total))
+                }
+                outcome.install = taken.install
+                outcome.via = .step
+                outcome.stepFrom = step.from.description
+                outcome.downloadedBytes += taken.received
+                outcome.resumed = taken.resumed
+                outcome.diffs = taken.diffs
+                outcome.objects = taken.wholeObjects + taken.fetchedObjects
+                outcome.objectBytes = taken.fetchedBytes
+                outcome.diffsFallback = taken.refusals.count
+                outcome.diffRefusals = taken.refusals.isEmpty ? nil : taken.refusals
+                return outcome
+            } catch {
+                if error == .cancelled { throw error }
+                if case .diskFull = error { throw error }
+                if case .store(.untrustedBundle) = error { throw error }
+                outcome.downloadedBytes += spent
+                outcome.stepFallback = error
+            }
+        }
         // Only what no version on the device holds, when that weighs less than the delta or the bundle (bytes and requests).
         if let content = entry.content {
             var spent: Int64 = 0
-            let objects = ObjectsUpdate(
-                store: store, download: ResumableDownload(fetcher: fetcher, timeouts: options.timeouts, retry: options.retry),
-                folder: downloadsFolder + "/objects", concurrency: options.concurrency)
-            let name = id.value
-            let version = entry.version.description
             do {
                 if let taken = try await objects.install(
-                    entry, content: content, from: fetched, delta: delta.map { UpdatePlan.Cost(bytes: $0.size, requests: 1) },
-                    full: UpdatePlan.Cost(bytes: entry.size, requests: 1), spent: &spent, progress: { received, total in
+                    entry, content: content, from: fetched, delta: deltaCost, full: fullCost, spent: &spent, progress: { received, total in
                     progress(.downloading(id: name, version: version, received: received, total: total))
                 }) {
                     outcome.install = taken.install
@@ -400,6 +439,14 @@ public struct Updater: Sendable {
             entry: entry, isDelta: false, outcome: &outcome, progress: progress)
         outcome.via = .full
         return outcome
+    }
+
+    /// The step an entry names from `base` (the version the device runs: its active version, else its built-in).
+    /// Steps from other versions the device holds are not weighed: a device further back takes the objects way, which
+    /// may use every version it holds.
+    static func step(in content: CatalogContent, from base: SemanticVersion?) -> CatalogStep? {
+        guard let base else { return nil }
+        return content.steps?.first { $0.from == base }
     }
 
     private func fetchAndInstall(

@@ -36,6 +36,8 @@ extension Satchel {
                 catalog. The same pass writes, in the bundle folder, each file content once as an object \
                 (objects/<xx>/<sha256>[.gz]), each version's manifest patches (patches/<id>/<version>/) and per-file \
                 diffs from older versions and built-ins (diffs/<xx>/<from>-<to>, listed in patches/<id>/<version>/diffs-<hash>.json.gz), \
+                and, for each package's newest version, one-download steps from its predecessor and the built-ins \
+                (steps/<id>/<version>/from-<base>-<hash>.step), \
                 published under the same base URL, so an updater can fetch only what its device lacks. --expires-in counts from now; --expires fixes the instant, so a catalog can be rebuilt byte \
                 for byte (SOURCE_DATE_EPOCH is deliberately not used: it is usually the commit time, and a catalog \
                 expiring relative to it would be stale on arrival).
@@ -97,15 +99,17 @@ extension Satchel {
                 base = "../../" + (base == "./" ? "" : base)  // the channel's catalog sits two folders below production's
             }
             let trustDocument = try trust.map { try TrustFolder.publish(from: $0, into: CatalogFile.productionFolder(of: self.output)) }
-            let release: ReleaseFolder.Contents
-            do { release = try ReleaseFolder.read(bundles, baseURL: base, builtIns: shipped) } catch { throw Output.failure(error.description) }
-            for path in release.staleSignatures {
-                Output.warning("\(path) was made for another manifest than its bundle's (packed again since?): left out of the catalog")
-            }
             // A version staged, halted or revoked in the catalog being replaced stays so: publishing the next release
             // must not roll an earlier one out to everyone. A watched release stays watched, from when it was released.
             let previous = FileManager.default.fileExists(atPath: output) ? try CatalogFile.read(output) : nil
             let kept = Dictionary(uniqueKeysWithValues: (previous?.rollouts ?? []).map { ("\($0.entry.id) \($0.entry.version)", $0) })
+            let release: ReleaseFolder.Contents
+            do { release = try ReleaseFolder.read(bundles, baseURL: base, builtIns: shipped, staged: Set(kept.keys)) } catch {
+                throw Output.failure(error.description)
+            }
+            for path in release.staleSignatures {
+                Output.warning("\(path) was made for another manifest than its bundle's (packed again since?): left out of the catalog")
+            }
             var packages: [CatalogEntry] = []
             var rollouts: [Rollout] = []
             for entry in release.entries {
@@ -143,18 +147,21 @@ extension Satchel {
                 let diffs: Int
                 let diffBytes: Int64
                 let diffsEncoded: Int
+                let steps: Int
+                let stepBytes: Int64
             }
             let summary = Summary(
                 catalog: output, signature: keys.isEmpty ? nil : output + ".sig", signatures: keys.count > 1 ? output + SignatureFile.suffix : nil,
                 trust: catalog.trust, expires: catalog.expires.description,
                 packages: catalog.packages.count, deltas: catalog.packages.reduce(0) { $0 + $1.deltas.count }, objects: release.objects,
-                patches: release.patches, diffs: release.diffs, diffBytes: release.diffBytes, diffsEncoded: release.diffsEncoded)
+                patches: release.patches, diffs: release.diffs, diffBytes: release.diffBytes, diffsEncoded: release.diffsEncoded,
+                steps: release.steps, stepBytes: release.stepBytes)
             if json {
                 Output.json(summary)
             } else {
                 let signed = keys.isEmpty ? "unsigned" : keys.count == 1 ? "signed" : "signed by \(keys.count) keys"
                 let trust = catalog.trust.map { ", trust version \($0)" } ?? ""
-                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), \(summary.objects) objects, \(summary.patches) manifest patches, \(summary.diffs) diff\(summary.diffs == 1 ? "" : "s") (\(summary.diffsEncoded) new)\(trust), expires \(summary.expires)")
+                Output.line("wrote \(output) (\(signed)): \(summary.packages) bundle\(summary.packages == 1 ? "" : "s"), \(summary.deltas) delta\(summary.deltas == 1 ? "" : "s"), \(summary.objects) objects, \(summary.patches) manifest patches, \(summary.diffs) diff\(summary.diffs == 1 ? "" : "s") (\(summary.diffsEncoded) new), \(summary.steps) step\(summary.steps == 1 ? "" : "s") (\(Output.bytes(summary.stepBytes)))\(trust), expires \(summary.expires)")
             }
         }
     }
@@ -283,13 +290,23 @@ extension Satchel {
                     case .installed:
                         let from = outcome.from.map { " (from \($0))" } ?? ""
                         let resumed = outcome.resumed ? ", resumed" : ""
-                        let fallback = (outcome.diffIndexFallback.map { "; diff index not usable: \($0)" } ?? "")
+                        let fallback = (outcome.stepFallback.map { "; step not usable: \($0)" } ?? "")
+                            + (outcome.diffIndexFallback.map { "; diff index not usable: \($0)" } ?? "")
                             + (outcome.objectsFallback.map { "; objects not usable: \($0)" } ?? "")
                             + (outcome.deltaFallback.map { "; delta not usable: \($0)" } ?? "")
                         let diffs = outcome.diffs.map { diffs in
                             ", \(diffs) as diffs" + (outcome.diffsFallback.map { $0 > 0 ? " (\($0) refused, fetched as objects)" : "" } ?? "")
                         } ?? ""
-                        let via = outcome.objects.map { "objects (\($0) fetched\(diffs), manifest patched from \(outcome.patchFrom ?? "?"))" } ?? outcome.via?.rawValue ?? "?"
+                        let via: String
+                        switch outcome.via {
+                        case .step?:
+                            let refused = (outcome.diffsFallback ?? 0) > 0 ? ", \(outcome.diffsFallback!) refused and fetched as objects" : ""
+                            via = "step from \(outcome.stepFrom ?? "?") (\(outcome.diffs ?? 0) as diffs, \(outcome.objects ?? 0) whole\(refused))"
+                        case .objects?:
+                            via = "objects (\(outcome.objects ?? 0) fetched\(diffs), manifest patched from \(outcome.patchFrom ?? "?"))"
+                        case let other?: via = other.rawValue
+                        case nil: via = "?"
+                        }
                         Output.line("installed \(outcome.id) \(outcome.to)\(from) via \(via), downloaded \(Output.bytes(outcome.downloadedBytes))\(resumed), on trial\(fallback)\(standing)")
                     }
                 }

@@ -17,6 +17,7 @@ struct DocumentLimitsTests {
         "pin file": DocumentLimits.pinFile,
         "`diffs-<hash>.json.gz` (the diff index, uncompressed)": DocumentLimits.diffIndex,
         "`trust/<n>.json`, `catalog.json.sigs`, `<bundle>.sigs`": DocumentLimits.trustDocument,
+        "a step's header (uncompressed)": DocumentLimits.stepHeader,
     ]
 
     /// `16 MiB`, `64 KiB`, `1,024 bytes` as a byte count.
@@ -64,6 +65,7 @@ struct DocumentLimitsTests {
         #expect(DeltaManifest.maxBytes == DocumentLimits.deltaManifest)
         #expect(Catalog.maxBytes == DocumentLimits.catalog)
         #expect(FileDiffIndex.maxBytes == DocumentLimits.diffIndex)
+        #expect(UpdateStep.maxHeaderBytes == DocumentLimits.stepHeader)
         #expect(TrustDocument.maxBytes == DocumentLimits.trustDocument)
         #expect(SignatureFile.maxBytes == DocumentLimits.signatureFile)
     }

@@ -276,7 +276,7 @@ struct TrustUpdateTests {
             #expect(!release.origin.requests.contains { $0.url.hasSuffix("shop-1.2.0.zip") }, "the objects' refusal is final")
 
             // Version 4: bundles b0 and b1, two of them. 1.2.0 by b0 alone is short; with b1 in its .sigs it installs,
-            // through objects, carrying the entry's signatures.
+            // through the step from 1.1.0, carrying the entry's signatures.
             try release.trust(4, roots: [r[0]], catalog: [c[1]], bundles: [b[0], b[1]], bundleThreshold: 2, signedBy: [r[0]])
             release.bundles["1.2.0"] = try release.pack("1.2.0", signer: b[0])
             try release.publish(trust: 4, serial: 21, signers: [c[1]])
@@ -286,7 +286,7 @@ struct TrustUpdateTests {
             #expect(catalog.packages.last?.signatures.map(\.keyID) == [b[1].keyID])
             let report = try await release.updater(store).run()
             #expect(report.failures.isEmpty, "\(report.failures)")
-            #expect(report.outcomes.first?.via == .objects && report.outcomes.first?.to == "1.2.0", "\(report.outcomes)")
+            #expect(report.outcomes.first?.via == .step && report.outcomes.first?.to == "1.2.0", "\(report.outcomes)")
             #expect(listing(store.layout.root + "/packages/shop/signatures") == ["1.2.0.sigs"])
             #expect(try store.check().isEmpty)
         }

@@ -289,7 +289,7 @@ struct ContentRelease {
             }
             bundles[version] = try pack(version, files)
         }
-        let contents = try ReleaseFolder.read(folder + "/release", baseURL: "")
+        let contents = try ReleaseFolder.read(folder + "/release", baseURL: "", steps: false)
         catalog = try Catalog(expires: Timestamp(secondsSinceEpoch: 4_000_000_000), packages: contents.entries)
         let bytes = catalog.canonicalBytes
         origin.put(base + "catalog.json", bytes)

@@ -252,6 +252,12 @@ public struct CatalogEntry: Hashable, Sendable {
                 guard froms.insert(patch.from).inserted else { throw .invalidEntry(name, reason: "lists the patch from \(patch.from?.description ?? "nothing") twice") }
                 try Self.checkDownload(url: patch.url, size: patch.size, sha256: patch.sha256, in: "\(name) (patch from \(patch.from?.description ?? "nothing"))")
             }
+            var stepBases = Set<SemanticVersion>()
+            for step in content.steps ?? [] {
+                guard step.from != version else { throw .invalidEntry(name, reason: "has a step from itself") }
+                guard stepBases.insert(step.from).inserted else { throw .invalidEntry(name, reason: "lists the step from \(step.from) twice") }
+                try Self.checkDownload(url: step.url, size: step.size, sha256: step.sha256, in: "\(name) (step from \(step.from))")
+            }
             if let diffs = content.diffs {
                 try Self.checkDownload(url: diffs.url, size: diffs.size, sha256: diffs.sha256, in: "\(name) (diff index)")
                 guard diffs.base.hasSuffix("/"), !diffs.base.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
@@ -301,6 +307,12 @@ public struct CatalogEntry: Hashable, Sendable {
                 ])
                 object["content"] = .object(fields)
             }
+            if let steps = content.steps, !steps.isEmpty, case .object(var fields) = object["content"] {
+                fields["steps"] = .array(steps.map { step in
+                    .object(["from": .string(step.from.description), "url": .string(step.url), "size": .integer(step.size), "sha256": .string(step.sha256)])
+                })
+                object["content"] = .object(fields)
+            }
         }
         return .object(object)
     }
@@ -317,11 +329,17 @@ public struct CatalogContent: Hashable, Sendable, Decodable {
     /// This version's per-file diffs (docs/formats.md, "Diffs"); nil when none were published. Updaters from before
     /// diffs ignore it.
     public var diffs: CatalogDiffs?
+    /// Ready-made steps to this version (docs/formats.md, "Steps"), sorted by `from`: from its predecessor and from
+    /// built-ins, named on a package's newest entries only; nil when none. Updaters from before steps ignore it.
+    public var steps: [CatalogStep]? {
+        didSet { steps = steps.map { $0.sorted { $0.from < $1.from } } }
+    }
 
-    public init(manifest: String, objects: String, patches: [CatalogPatch], diffs: CatalogDiffs? = nil) {
+    public init(manifest: String, objects: String, patches: [CatalogPatch], diffs: CatalogDiffs? = nil, steps: [CatalogStep]? = nil) {
         self.manifest = manifest
         self.objects = objects
         self.diffs = diffs
+        self.steps = steps.map { $0.sorted { $0.from < $1.from } }
         self.patches = patches.sorted { ($0.from.map { [$0] } ?? []).lexicographicallyPrecedes($1.from.map { [$0] } ?? []) }
     }
 
@@ -340,6 +358,21 @@ public struct CatalogDiffs: Hashable, Sendable, Decodable {
 
     public init(base: String, url: String, size: Int64, sha256: String) {
         self.base = base
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+    }
+}
+
+/// One step file (``UpdateStep``): everything a device holding `from` needs for the entry's version, in one download.
+public struct CatalogStep: Hashable, Sendable, Decodable {
+    public var from: SemanticVersion
+    public var url: String
+    public var size: Int64
+    public var sha256: String
+
+    public init(from: SemanticVersion, url: String, size: Int64, sha256: String) {
+        self.from = from
         self.url = url
         self.size = size
         self.sha256 = sha256

@@ -180,7 +180,10 @@ public enum ManifestPatchError: Error, Equatable, Sendable, CustomStringConverti
 public enum ReleaseCaching {
     public static func cacheControl(forPublished path: String) -> String {
         let relative = path.hasPrefix("/") ? String(path.dropFirst()) : path
-        if relative.hasPrefix("objects/") || relative.hasPrefix("diffs/") { return "public, max-age=31536000, immutable, no-transform" }
+        // Steps too: named by their bytes' hash, a name never gets other bytes.
+        if relative.hasPrefix("objects/") || relative.hasPrefix("diffs/") || relative.hasPrefix("steps/") {
+            return "public, max-age=31536000, immutable, no-transform"
+        }
         if isTrustDocument(relative) { return "public, max-age=31536000, immutable, no-transform" }
         if relative.hasPrefix("patches/") || relative.hasSuffix(".zip") || relative.hasSuffix(".tar.gz") { return "public, max-age=86400, no-transform" }
         if relative.hasSuffix(Catalog.fileName) || relative.hasSuffix(Catalog.signatureFileName) || relative.hasSuffix(Catalog.fileName + SignatureFile.suffix) {

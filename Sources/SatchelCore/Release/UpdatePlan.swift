@@ -164,14 +164,16 @@ extension UpdatePlan {
     }
 
     public enum Way: String, Hashable, Sendable, Codable {
-        case objects, delta, full
+        case objects, step, delta, full
     }
 
-    /// The way of least weight; a tie goes to the fewer requests (the bundle before the delta, the delta before the
-    /// objects), since a request's cost is the estimate and its bytes are not.
-    public static func cheapest(objects: Cost?, delta: Cost?, full: Cost) -> Way {
+    /// The way of least weight; a tie goes to the fewer requests and then to the simpler way: the bundle, the delta, the
+    /// step, the objects (a request's cost is the estimate and its bytes are not; a step applies diffs on the device
+    /// where the delta only links and copies).
+    public static func cheapest(step: Cost? = nil, objects: Cost?, delta: Cost?, full: Cost) -> Way {
         var best = (way: Way.full, cost: full)
         if let delta, delta.weight < best.cost.weight { best = (.delta, delta) }
+        if let step, step.weight < best.cost.weight { best = (.step, step) }
         if let objects, objects.weight < best.cost.weight { best = (.objects, objects) }
         return best.way
     }
