@@ -42,6 +42,14 @@ struct FileDiffRoutes {
         return UpdatePlan.cheapest(objects: best, delta: delta, full: full) == .objects
     }
 
+    /// Whether the index is fetched beside the patch, before the patch says what is needed: when the objects way at its
+    /// very best with the index (the patch, the index and one byte of one needed content, in three requests) still
+    /// weighs less than the delta and the bundle. Its bytes are then spent even when the patch shows it cannot pay
+    /// (``indexCanPay``): the price of a round trip saved whenever it can.
+    static func fetchesIndexWithPatch(indexSize: Int64, patchSize: Int64, delta: UpdatePlan.Cost?, full: UpdatePlan.Cost) -> Bool {
+        UpdatePlan.cheapest(objects: UpdatePlan.Cost(bytes: patchSize + indexSize + 1, requests: 3), delta: delta, full: full) == .objects
+    }
+
     /// The contents some diff in `index` leads to a needed content from, that `held` lacks: where another package's
     /// versions may help. Empty when the package's own versions hold every source, so nothing else is read.
     static func sourcesNotHeld(

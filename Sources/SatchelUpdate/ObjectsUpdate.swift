@@ -95,63 +95,51 @@ struct ObjectsUpdate {
         // The patch alone, one request, is the least the objects can weigh: not worth fetching when that loses already.
         guard let patchEntry, UpdatePlan.cheapest(objects: UpdatePlan.Cost(bytes: patchEntry.size, requests: 1), delta: delta, full: full) == .objects
         else { return nil }
-        let patchFile = try await download.download(
-            DownloadTarget(url: try fetched.resolve(patchEntry.url), size: patchEntry.size, sha256: patchEntry.sha256), into: folder,
-            counting: &spent, progress: progress)
-        defer { unlink(patchFile.path) }
-        var received = patchFile.received
-        var resumed = patchFile.resumed
-        let patch: ManifestPatch
-        let rebuilt: (bytes: [UInt8], manifest: Manifest)
-        let base: Base
+        // The diff index, fetched beside the patch when the objects way could still win with it at its best: one round
+        // trip for both instead of two in a row (docs/formats.md, "When the index is fetched").
+        let early = content.diffs.flatMap { diffs in
+            FileDiffRoutes.fetchesIndexWithPatch(indexSize: diffs.size, patchSize: patchEntry.size, delta: delta, full: full) ? diffs : nil
+        }
+        async let earlyIndex = fetchIndex(early, for: entry, from: fetched, progress: progress)
+        let read: ReadPatch
         do {
-            guard let data = FileManager.default.contents(atPath: patchFile.path) else { throw UpdateError.io(operation: "read", path: patchFile.path, errno: EIO) }
-            patch = try ManifestPatch.decode(try GunzipReader.decompress(Array(data)))
-            let patchBase = patch.from.flatMap { from in bases.first { $0.manifest.version == from.version } }
-            rebuilt = try patch.apply(to: patchBase?.manifest)
-            // The delta's base: the patch's, or (from nothing) the version that holds the most of the target as it is.
-            base = patchBase ?? bases.max { Self.overlap($0.manifest, rebuilt.manifest) < Self.overlap($1.manifest, rebuilt.manifest) }!
-        } catch let error as UpdateError {
-            throw error
-        } catch let error as ManifestPatchError {
-            throw .content(url: patchEntry.url, error.description)
+            read = try await readPatch(patchEntry, bases: bases, entry: entry, content: content, from: fetched, spent: &spent, progress: progress)
         } catch {
-            throw .content(url: patchEntry.url, "the patch is not gzip: \(error)")
+            // Every byte received counts, the index's too.
+            spent += (await earlyIndex)?.spent ?? 0
+            throw error
         }
-        try Self.check(rebuilt, against: entry, content: content, url: patchEntry.url)
-
-        // What each target file the base lacks comes from: another version on the device, or an object (or a diff).
-        let baseFiles = Dictionary(uniqueKeysWithValues: base.manifest.files.map { ($0.path, $0.sha256) })
+        defer { unlink(read.file.path) }
+        let (patch, rebuilt, base, parts, needed, neededContents) = (read.patch, read.rebuilt, read.base, read.parts, read.needed, read.neededContents)
+        var received = read.file.received
+        var resumed = read.file.resumed
         let held = HeldContents(bases: bases)
-        let objectsOf = Dictionary(patch.set.map { ($0.file.sha256, $0.object) }) { first, _ in first }
-        var parts: [(FileRecord, DeltaAssembler.Source?)] = []
-        var needed: [String: ContentObject] = [:]
-        var neededContents: [String: NeededContent] = [:]
-        for file in rebuilt.manifest.files where baseFiles[file.path] != file.sha256 {
-            if let local = held[file.sha256] {
-                parts.append((file, local.source))
-            } else if let object = objectsOf[file.sha256] {
-                needed[file.sha256] = object
-                neededContents[file.sha256] = NeededContent(objectSize: object.size, size: file.size)
-                parts.append((file, nil))
-            } else {
-                throw .content(url: patchEntry.url, "the patch gives no object for \(file.path), which no version on the device holds")
-            }
-        }
 
-        // Per-file diffs, when the version lists them and they can pay for their index: each needed content then comes
-        // as the smallest diff from a content the device holds, when that is smaller than its object.
+        // Per-file diffs, when the version lists them and their index was fetched with the patch or can pay for itself
+        // now: each needed content then comes as the smallest diff from a content the device holds, when that is
+        // smaller than its object.
         var diffing = DiffUse()
         var routes: [String: DiffRoute] = [:]
         if let diffs = content.diffs {
             diffing.listed = true
-            if FileDiffRoutes.indexCanPay(
+            var index: IndexFetch?
+            if early != nil {
+                index = await earlyIndex
+            } else if FileDiffRoutes.indexCanPay(
                 indexSize: diffs.size, patchSize: patchEntry.size, needed: Array(neededContents.values), delta: delta, full: full,
                 limits: limits)
             {
-                routes = try await chooseDiffs(
-                    diffs, for: entry, from: fetched, needed: neededContents, held: held, use: &diffing, spent: &spent, progress: progress)
-                received += diffing.bytes
+                index = await fetchIndex(diffs, for: entry, from: fetched, progress: progress)
+            }
+            if let index {
+                spent += index.spent
+                diffing.bytes += index.spent
+                received += index.spent
+                switch index.result {
+                case .failure(let error): throw error
+                case .success(.failure(let why)): diffing.indexFallback = why
+                case .success(.success(let read)): routes = chooseDiffs(read, for: entry, needed: neededContents, held: held)
+                }
             }
         }
         let objectBytes = needed.filter { routes[$0.key] == nil }.values.reduce(Int64(0)) { $0 + $1.size }
@@ -317,26 +305,92 @@ struct ObjectsUpdate {
         return gathered
     }
 
-    /// Fetches the index `diffs` names and picks, per needed content, the diff to take instead of its object (none
-    /// when the index is refused: `use` says why). Other packages' versions are read only for sources the index names
-    /// and this package's versions lack.
-    private func chooseDiffs(
-        _ diffs: CatalogDiffs, for entry: CatalogEntry, from fetched: FetchedCatalog, needed: [String: NeededContent], held: HeldContents,
-        use: inout DiffUse, spent: inout Int64, progress: @Sendable (Int64, Int64) -> Void
-    ) async throws(UpdateError) -> [String: DiffRoute] {
+    /// A diff index fetched: the index or why it was refused, or what stopped it (cancelled, a full disk); and the
+    /// bytes it took.
+    struct IndexFetch: Sendable {
+        var result: Result<Result<FileDiffIndex, DiffRefusal>, UpdateError>
+        var spent: Int64
+    }
+
+    /// Fetches the index `diffs` names (nil: none, and nothing fetched).
+    private func fetchIndex(
+        _ diffs: CatalogDiffs?, for entry: CatalogEntry, from fetched: FetchedCatalog, progress: @Sendable (Int64, Int64) -> Void
+    ) async -> IndexFetch? {
+        guard let diffs else { return nil }
         let routing = FileDiffRoutes(download: download, folder: folder, limits: limits)
-        var indexSpent: Int64 = 0
-        defer {
-            spent += indexSpent
-            use.bytes += indexSpent
+        var spent: Int64 = 0
+        do {
+            return IndexFetch(result: .success(try await routing.index(diffs, for: entry, from: fetched, spent: &spent, progress: progress)), spent: spent)
+        } catch {
+            return IndexFetch(result: .failure(error), spent: spent)
         }
-        let index: FileDiffIndex
-        switch try await routing.index(diffs, for: entry, from: fetched, spent: &indexSpent, progress: progress) {
-        case .success(let read): index = read
-        case .failure(let why):
-            use.indexFallback = why
-            return [:]
+    }
+
+    /// The patch, downloaded and applied: the version rebuilt and checked, the base the delta is assembled on, and per
+    /// file the base lacks where it comes from (another version on the device) or that it is needed.
+    struct ReadPatch {
+        var file: DownloadReport
+        var patch: ManifestPatch
+        var rebuilt: (bytes: [UInt8], manifest: Manifest)
+        var base: Base
+        var parts: [(FileRecord, DeltaAssembler.Source?)]
+        var needed: [String: ContentObject]
+        var neededContents: [String: NeededContent]
+    }
+
+    private func readPatch(
+        _ patchEntry: CatalogPatch, bases: [Base], entry: CatalogEntry, content: CatalogContent, from fetched: FetchedCatalog,
+        spent: inout Int64, progress: @Sendable (Int64, Int64) -> Void
+    ) async throws(UpdateError) -> ReadPatch {
+        let patchFile = try await download.download(
+            DownloadTarget(url: try fetched.resolve(patchEntry.url), size: patchEntry.size, sha256: patchEntry.sha256), into: folder,
+            counting: &spent, progress: progress)
+        var keep = false
+        defer { if !keep { unlink(patchFile.path) } }
+        let patch: ManifestPatch
+        let rebuilt: (bytes: [UInt8], manifest: Manifest)
+        let base: Base
+        do {
+            guard let data = FileManager.default.contents(atPath: patchFile.path) else { throw UpdateError.io(operation: "read", path: patchFile.path, errno: EIO) }
+            patch = try ManifestPatch.decode(try GunzipReader.decompress(Array(data)))
+            let patchBase = patch.from.flatMap { from in bases.first { $0.manifest.version == from.version } }
+            rebuilt = try patch.apply(to: patchBase?.manifest)
+            // The delta's base: the patch's, or (from nothing) the version that holds the most of the target as it is.
+            base = patchBase ?? bases.max { Self.overlap($0.manifest, rebuilt.manifest) < Self.overlap($1.manifest, rebuilt.manifest) }!
+        } catch let error as UpdateError {
+            throw error
+        } catch let error as ManifestPatchError {
+            throw .content(url: patchEntry.url, error.description)
+        } catch {
+            throw .content(url: patchEntry.url, "the patch is not gzip: \(error)")
         }
+        try Self.check(rebuilt, against: entry, content: content, url: patchEntry.url)
+
+        // What each target file the base lacks comes from: another version on the device, or an object (or a diff).
+        let baseFiles = Dictionary(uniqueKeysWithValues: base.manifest.files.map { ($0.path, $0.sha256) })
+        let held = HeldContents(bases: bases)
+        let objectsOf = Dictionary(patch.set.map { ($0.file.sha256, $0.object) }) { first, _ in first }
+        var parts: [(FileRecord, DeltaAssembler.Source?)] = []
+        var needed: [String: ContentObject] = [:]
+        var neededContents: [String: NeededContent] = [:]
+        for file in rebuilt.manifest.files where baseFiles[file.path] != file.sha256 {
+            if let local = held[file.sha256] {
+                parts.append((file, local.source))
+            } else if let object = objectsOf[file.sha256] {
+                needed[file.sha256] = object
+                neededContents[file.sha256] = NeededContent(objectSize: object.size, size: file.size)
+                parts.append((file, nil))
+            } else {
+                throw .content(url: patchEntry.url, "the patch gives no object for \(file.path), which no version on the device holds")
+            }
+        }
+        keep = true
+        return ReadPatch(file: patchFile, patch: patch, rebuilt: rebuilt, base: base, parts: parts, needed: needed, neededContents: neededContents)
+    }
+
+    /// Per needed content, the diff to take instead of its object. Other packages' versions are read only for sources
+    /// the index names and this package's versions lack.
+    private func chooseDiffs(_ index: FileDiffIndex, for entry: CatalogEntry, needed: [String: NeededContent], held: HeldContents) -> [String: DiffRoute] {
         var held = held
         let elsewhere = FileDiffRoutes.sourcesNotHeld(in: index, needed: needed, held: held, limits: limits)
         if !elsewhere.isEmpty { held.addOtherPackages(of: store, except: entry.id, wanted: elsewhere) }

@@ -374,12 +374,26 @@ struct DiffUpdateTests {
         }
     }
 
-    @Test("an index that cannot pay for itself is not asked for: the objects way weighs what it did before diffs")
+    @Test("the index is fetched beside the patch, not after it: the patch is answered only once the index is asked for")
+    func indexWithPatch() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try DiffRelease(folder: folder)
+            let patch = try #require(release.newest.content?.patch(from: try SemanticVersion("1.0.0")))
+            release.origin.hold(release.base + patch.url, until: release.base + DiffRelease.indexPath)
+            let store = try release.store("store")
+            try store.install(bundle: release.bundles["1.0.0"]!)
+            let outcome = try await release.update(store)
+            #expect(release.origin.releasedByTimeout.isEmpty, "the index was asked for only after the patch")
+            #expect(outcome.via == .objects && outcome.diffs == 3, "\(outcome)")
+        }
+    }
+
+    @Test("an index past what the objects way could win with at its best (patch, index, a byte, three requests) is not asked for: the objects way weighs what it did before diffs")
     func indexNotWorthIt() async throws {
         try await withTemporaryFolder { folder async throws in
             let release = try DiffRelease(folder: folder)
-            // Declared larger than every object it could save together.
-            try release.publishIndex(declaredSize: 200_000)
+            // Declared larger than the bundle: no way through it could beat the bundle.
+            try release.publishIndex(declaredSize: release.newest.size)
             let store = try release.store("store")
             try store.install(bundle: release.bundles["1.0.0"]!)
             let outcome = try await release.update(store)

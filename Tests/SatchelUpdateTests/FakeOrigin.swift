@@ -45,7 +45,27 @@ final class FakeOrigin: AsyncNetworkFetcher, @unchecked Sendable {
 
     var requests: [Logged] { lock.withLock { log } }
 
+    private var holds: [String: String] = [:]
+    private var heldTooLong: Set<String> = []
+
+    /// Requests for `url` are answered only once a request for `other` has arrived (two downloads that must be in flight
+    /// together): after 60 s without it, answered anyway and named in ``releasedByTimeout``.
+    func hold(_ url: String, until other: String) { lock.withLock { holds[url] = other } }
+
+    /// The held URLs answered because their other request never came.
+    var releasedByTimeout: Set<String> { lock.withLock { heldTooLong } }
+
     func fetchResponse(_ request: ResourceRequest, timeouts: FetchTimeouts) async throws -> ResourceResponse {
+        if let other = lock.withLock({ holds[request.url] }) {
+            let started = ContinuousClock.now
+            while !lock.withLock({ log.contains { $0.url == other } }) {
+                if ContinuousClock.now - started > .seconds(60) {
+                    lock.withLock { _ = heldTooLong.insert(request.url) }
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
         let (file, cut, fail, forced): (File?, Int?, Bool, Int?) = lock.withLock {
             let fail = (failures[request.url] ?? 0) > 0
             if fail { failures[request.url]! -= 1 }
