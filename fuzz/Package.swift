@@ -23,6 +23,10 @@ let package = Package(
             name: "file-diff",
             dependencies: ["FuzzDriver", .product(name: "SatchelDiff", package: "Satchel"), .product(name: "SatchelPublishing", package: "Satchel")],
             path: "Targets/file-diff"),
+        .executableTarget(
+            name: "step",
+            dependencies: ["FuzzDriver", .product(name: "SatchelBundle", package: "Satchel"), .product(name: "SatchelCore", package: "Satchel")],
+            path: "Targets/step"),
         .executableTarget(name: "zip-directory", dependencies: ["FuzzDriver", .product(name: "SatchelArchive", package: "Satchel")], path: "Targets/zip-directory"),
         .executableTarget(
             name: "request-edge",
