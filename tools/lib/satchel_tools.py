@@ -66,6 +66,8 @@ def satchel_binary():
 # The last commit before the catalog's `content` field and its `rollouts`: its updater stands for one in the field
 # (tools/e2e-update and tools/e2e-rollout run it, so one build serves both).
 FIELD_UPDATER_COMMIT = "0fce9f96c34f260b6aa3f5ea7d487246d50ff75a"
+# The last commit before steps (issue 50): its updater reads content but not content.steps (tools/e2e-update runs it).
+BEFORE_STEPS_COMMIT = "2d4fa92f73841e7a7b3e59816d5edf88a0f558e9"
 
 
 def older_satchel(commit, release=False):
@@ -76,12 +78,21 @@ def older_satchel(commit, release=False):
     folder = ROOT / ".build-older" / commit
     configuration = "release" if release else "debug"
     binary = folder / ".build" / configuration / "satchel"
-    if binary.exists():
+    # Written after a build that finished: the binary alone may be one another process is still linking (tools/test
+    # builds these in the background from its start; a second build waits for SwiftPM's lock, then finds it done).
+    built = folder / ".build" / f"satchel-{configuration}.built"
+    if built.exists() and binary.exists():
         return binary
     older_tree(commit)
     print(f"building satchel ({configuration}) as of {commit} (once, into {folder})...", file=sys.stderr)
     subprocess.run(["swift", "build", "-c", configuration, "--product", "satchel"], cwd=folder, check=True, stdout=sys.stderr)
+    built.touch()
     return binary
+
+
+# The older updaters the end-to-end scripts run (tools/e2e-update, e2e-trust, e2e-rollout): tools/test builds them in
+# the background from its start (`python3 tools/lib/satchel_tools.py prebuild-older`).
+OLDER_UPDATERS = (FIELD_UPDATER_COMMIT, BEFORE_STEPS_COMMIT)
 
 
 def older_tree(commit):
@@ -320,3 +331,11 @@ def notebook_releases(work):
             contents[version] = {name[len(NOTEBOOK_PREFIX):]: archive.read(name) for name in archive.namelist()
                                  if name.startswith(NOTEBOOK_PREFIX) and not name.endswith("/")}
     return contents
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["prebuild-older"]:
+        for commit in OLDER_UPDATERS:
+            print(older_satchel(commit))
+    else:
+        raise SystemExit("usage: satchel_tools.py prebuild-older")
