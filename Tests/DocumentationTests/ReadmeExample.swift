@@ -37,7 +37,7 @@ func readmeExample(storeFolder: String, publicKeyText: String, downloadedBundle:
     let answer = await loader.respond(to: ResourceRequest(url: "satchel://m.shop.com/api/cart"))
     print(answer.response.status, answer.outcome.rawValue)
 
-    // Updates: signed, unexpired catalog; the cheapest of objects, a delta or the bundle, resumed downloads, installed on trial.
+    // Updates: signed, unexpired catalog; the cheapest of a step, objects, a delta or the bundle, resumed downloads, installed on trial.
     let updater = Updater(store: store, fetcher: network, options: UpdaterOptions(
         catalogURL: "https://cdn.shop.com/offline/catalog.json", trustedKeys: [publicKey], runtime: try SemanticVersion("2.3.0")))
     let report = try await updater.run { progress in

@@ -31,8 +31,8 @@ struct ReleaseCLITests {
             let second = try await CLI.run(args + ["--output", folder + "/b.json"])
             #expect(first.status == 0 && second.status == 0, "\(first.stderr)")
             // 1.0.0 holds four distinct contents (index.html, app.js, offline.html, img/a.png) and 1.1.0 one new app.js.
-            // Patches: each version from nothing, and 1.1.0 from 1.0.0.
-            #expect(first.stdout == "wrote \(folder)/a.json (unsigned): 2 bundles, 1 delta, 5 objects, 3 manifest patches, 0 diffs (0 new), expires 2030-01-01T00:00:00Z\n")
+            // Patches: each version from nothing, and 1.1.0 from 1.0.0. One step, to 1.1.0 from 1.0.0: its patch and app.js.
+            #expect(first.stdout == "wrote \(folder)/a.json (unsigned): 2 bundles, 1 delta, 5 objects, 3 manifest patches, 0 diffs (0 new), 1 step (644 B), expires 2030-01-01T00:00:00Z\n")
             #expect(try readBytes(folder + "/a.json") == readBytes(folder + "/b.json"))
             let text = try String(contentsOfFile: folder + "/a.json", encoding: .utf8)
             #expect(text.contains(#""url":"https://cdn.example/r/shop-1.0.0-1.1.0.zip""#))
@@ -41,6 +41,10 @@ struct ReleaseCLITests {
             #expect(FileManager.default.fileExists(atPath: folder + "/release/patches/shop/1.1.0/from-1.0.0.json.gz"))
             let objects = try FileManager.default.subpathsOfDirectory(atPath: folder + "/release/objects").filter { $0.contains("/") }
             #expect(objects.count == 5, "\(objects)")
+            // The step is named on 1.1.0 only, by its bytes, and the second run wrote the very same file.
+            let steps = try FileManager.default.contentsOfDirectory(atPath: folder + "/release/steps/shop/1.1.0")
+            #expect(steps.count == 1 && steps[0].hasPrefix("from-1.0.0-") && steps[0].hasSuffix(".step"), "\(steps)")
+            #expect(text.contains(#""steps":[{"from":"1.0.0","sha256":""#) && text.components(separatedBy: #""steps":"#).count == 2)
         }
     }
 

@@ -86,6 +86,14 @@ struct UpdateStepTests {
         #expect(throws: CatalogError.self) { try Catalog(expires: Timestamp(secondsSinceEpoch: 4_000_000_000), packages: [twice]) }
     }
 
+    @Test("a CDN may keep a step a year (named by its bytes), as objects and diffs; patches a day")
+    func caching() {
+        let forever = "public, max-age=31536000, immutable, no-transform"
+        #expect(ReleaseCaching.cacheControl(forPublished: "/steps/shop/1.2.0/from-1.1.0-0123456789abcdef.step") == forever)
+        #expect(ReleaseCaching.cacheControl(forPublished: "diffs/0b/\(Self.a)-\(Self.b)") == forever)
+        #expect(ReleaseCaching.cacheControl(forPublished: "patches/shop/1.2.0/from-1.1.0.json.gz") == "public, max-age=86400, no-transform")
+    }
+
     @Test("the tie order: the bundle, the delta, the step, the objects; the lightest wins")
     func cheapest() {
         let one = UpdatePlan.Cost(bytes: 100_000, requests: 1)

@@ -132,6 +132,22 @@ struct StepUpdateTests {
         }
     }
 
+    @Test("a step cut off midway resumes with Range and If-Range, as every download does")
+    func resumes() async throws {
+        try await withTemporaryFolder { folder async throws in
+            let release = try StepRelease(folder: folder)
+            let step = try release.step(from: "1.1.0")
+            release.origin.cutNext(release.base + step.url, after: Int(step.size / 2))
+            let store = try release.store("store")
+            try store.install(bundle: release.bundles["1.1.0"]!)
+            let outcome = try await release.update(store)
+            #expect(outcome.via == .step && outcome.resumed && outcome.downloadedBytes == step.size, "\(outcome)")
+            let asked = release.origin.requests.filter { $0.url == release.base + step.url }
+            #expect(asked.count == 2 && asked[1].headers["Range"] == "bytes=\(step.size / 2)-" && asked[1].headers["If-Range"] != nil && asked[1].status == 206,
+                    "\(asked.map { "\($0.status) \($0.headers)" })")
+        }
+    }
+
     @Test("from the built-in the device runs: the diffs read their sources out of the app's archive")
     func fromBuiltIn() async throws {
         try await withTemporaryFolder { folder async throws in
