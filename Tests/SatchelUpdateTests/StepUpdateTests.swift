@@ -110,6 +110,24 @@ struct StepUpdateTests {
             // The same folder published again: the very same step, by name and bytes.
             let again = try ReleaseFolder.read(folder + "/release", baseURL: "").entries.first { $0.version.description == "1.2.0" }
             #expect(again?.content?.steps == release.newest.content?.steps)
+            // Without steps, a copy of the bundles publishes the same entries but for content.steps, and the same
+            // patches, indexes and objects byte for byte: what older updaters read is unchanged.
+            let bare = folder + "/bare"
+            try FileManager.default.createDirectory(atPath: bare, withIntermediateDirectories: true)
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder + "/release") where name.hasSuffix(".zip") {
+                try FileManager.default.copyItem(atPath: folder + "/release/" + name, toPath: bare + "/" + name)
+            }
+            let withoutSteps = try ReleaseFolder.read(bare, baseURL: "", steps: false).entries.sorted { $0.version < $1.version }
+            let stripped = release.catalog.packages.sorted { $0.version < $1.version }.map { entry in
+                var entry = entry
+                entry.content?.steps = nil
+                return entry
+            }
+            #expect(withoutSteps == stripped)
+            for sub in ["patches", "objects", "diffs"] {
+                let published = try treeSnapshot(folder + "/release/" + sub)
+                #expect(try treeSnapshot(bare + "/" + sub) == published, "\(sub) differ")
+            }
         }
     }
 
