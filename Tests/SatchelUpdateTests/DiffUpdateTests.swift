@@ -65,13 +65,7 @@ struct DiffRelease {
             plain.content?.diffs = nil
             return plain
         }
-        let enumerator = FileManager.default.enumerator(atPath: folder + "/release")!
-        while let relative = enumerator.nextObject() as? String {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder + "/release/" + relative, isDirectory: &isFolder), !isFolder.boolValue {
-                origin.put(base + relative, try readBytes(folder + "/release/" + relative))
-            }
-        }
+        try origin.putFiles(of: folder + "/release", at: base)
 
         // The diffs: each new content from its predecessor in 1.0.0 (ContentPairing), and shared.js from admin's library.
         let old = manifests["1.0.0"]!, new = manifests["1.1.0"]!

@@ -28,6 +28,17 @@ final class FakeOrigin: AsyncNetworkFetcher, @unchecked Sendable {
         lock.withLock { files[url] = File(bytes: bytes, etag: etag ?? "\"\(Digests.sha256Hex(bytes))\"") }
     }
 
+    /// Every file under `folder`, at `base` + its path in the folder (a release folder uploaded to a CDN).
+    func putFiles(of folder: String, at base: String) throws {
+        let enumerator = FileManager.default.enumerator(atPath: folder)!
+        while let relative = enumerator.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder + "/" + relative, isDirectory: &isFolder), !isFolder.boolValue {
+                put(base + relative, Array(try Data(contentsOf: URL(fileURLWithPath: folder + "/" + relative))))
+            }
+        }
+    }
+
     /// `url` is answered with `status` and no body from now on (an object store's 403 for a missing key, a 410, a 500).
     func answer(_ url: String, status: Int) { lock.withLock { statuses[url] = status } }
 

@@ -83,13 +83,7 @@ private final class TrustRelease: @unchecked Sendable {
             for key in signers { file = try file.adding(key, over: bytes) }
             origin.put(catalogURL + ".sigs", file.canonicalBytes)
         }
-        let enumerator = FileManager.default.enumerator(atPath: folder + "/release")!
-        while let relative = enumerator.nextObject() as? String {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder + "/release/" + relative, isDirectory: &isFolder), !isFolder.boolValue {
-                origin.put(base + relative, try readBytes(folder + "/release/" + relative))
-            }
-        }
+        try origin.putFiles(of: folder + "/release", at: base)
         return catalog
     }
 

@@ -294,13 +294,7 @@ struct ContentRelease {
         let bytes = catalog.canonicalBytes
         origin.put(base + "catalog.json", bytes)
         origin.put(base + "catalog.json.sig", Array(try key.signature(for: bytes).base64.utf8))
-        let enumerator = FileManager.default.enumerator(atPath: folder + "/release")!
-        while let relative = enumerator.nextObject() as? String {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder + "/release/" + relative, isDirectory: &isFolder), !isFolder.boolValue {
-                origin.put(base + relative, try readBytes(folder + "/release/" + relative))
-            }
-        }
+        try origin.putFiles(of: folder + "/release", at: base)
     }
 
     func pack(_ version: String, _ files: [String: String]) throws -> String {
