@@ -88,7 +88,7 @@ let package = Package(
             ]
         ),
         // A per-file binary diff as a device applies it: copies from the file it replaces and from itself, literals,
-        // streams inflated with zlib; memory bounded before any work (docs/file-diff-format.draft.md).
+        // streams inflated with zlib; memory bounded before any work (docs/formats.md#diffs).
         .target(name: "SatchelDiff", dependencies: ["CZlib"]),
         // The publishing side's archives: libarchive (tar.gz, and the packer's zip), packing, deltas, the release folder,
         // and the file diffs' encoder (deflate through zlib).

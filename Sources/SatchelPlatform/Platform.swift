@@ -149,7 +149,7 @@ package enum POSIXIO {
 /// its volatile cache; `F_FULLFSYNC` also flushes that cache (the whole drive's, so it is slow and one call covers
 /// everything written before it), and `F_BARRIERFSYNC` orders the writes before it ahead of those after it without a
 /// flush. Apple's guidance for durable replacement: each file's data with `fsync` or `F_BARRIERFSYNC`, then one
-/// `F_FULLFSYNC` before the step that makes it visible. The store follows that (docs/decisions/0030).
+/// `F_FULLFSYNC` before the step that makes it visible. The store follows that (docs/decisions/0030-device-side-on-zlib.md).
 package enum Durability {
     /// Hands a file's data to the drive, ordered before what follows (Linux: fsync; Apple: F_BARRIERFSYNC, else
     /// fsync on file systems that refuse it).

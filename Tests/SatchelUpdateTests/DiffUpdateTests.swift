@@ -159,7 +159,7 @@ func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
 }
 
 /// `diff` with its header's source size (`field` 0) or target size (1) declared as `value` instead: the magic and
-/// version (5 bytes) are followed by the two sizes as LEB128 varints (docs/file-diff-format.draft.md).
+/// version (5 bytes) are followed by the two sizes as LEB128 varints (docs/formats.md#diffs).
 func declaring(_ diff: [UInt8], field: Int, as value: Int) -> [UInt8] {
     var position = 5
     var spans: [Range<Int>] = []
