@@ -28,12 +28,9 @@ public enum ReleaseFolder {
         public var diffsNotWorth: Int = 0
         /// `<bundle>.sigs` files made for another manifest than their bundle's: left out of the catalog.
         public var staleSignatures: [String] = []
-        /// Steps the catalog's entries name (docs/formats.md, "Steps"), their bytes, and the parts they carry as diffs
-        /// and as whole objects.
+        /// Steps the catalog's entries name (docs/formats.md, "Steps"), and their bytes.
         public var steps: Int = 0
         public var stepBytes: Int64 = 0
-        public var stepDiffs: Int = 0
-        public var stepObjects: Int = 0
     }
 
     /// A version apps ship as a built-in: every newer version of its package gets diffs from it, however far back.
@@ -162,8 +159,6 @@ public enum ReleaseFolder {
                         named.append(CatalogStep(from: base.version, url: baseURL + step.path, size: step.size, sha256: step.sha256))
                         contents.steps += 1
                         contents.stepBytes += step.size
-                        contents.stepDiffs += step.diffs
-                        contents.stepObjects += step.objects
                     } catch {
                         throw .content(key, error.description)
                     }

@@ -20,13 +20,11 @@ struct ReleaseSteps {
     let objectsFolder: String
     let diffsFolder: String
 
-    /// What a written step holds, for the catalog and the summary.
+    /// Where a written step is, for the catalog and the summary.
     struct Written {
         var path: String
         var size: Int64
         var sha256: String
-        var diffs: Int
-        var objects: Int
     }
 
     /// Writes the step from `base` to `target` as `steps/<id>/<version>/from-<base>-<first 16 hex digits of its
@@ -108,8 +106,7 @@ struct ReleaseSteps {
             unlink(temporary)
             throw .write(path: relative, reason: String(cString: strerror(errno)))
         }
-        return Written(
-            path: relative, size: size, sha256: sha256, diffs: parts.filter(\.isDiff).count, objects: parts.filter { !$0.isDiff }.count)
+        return Written(path: relative, size: size, sha256: sha256)
     }
 
     static func gzip(_ bytes: [UInt8], what: String) throws(ReleaseContentError) -> [UInt8] {

@@ -382,9 +382,7 @@ public struct Updater: Sendable {
                 outcome.diffRefusals = taken.refusals.isEmpty ? nil : taken.refusals
                 return outcome
             } catch {
-                if error == .cancelled { throw error }
-                if case .diskFull = error { throw error }
-                if case .store(.untrustedBundle) = error { throw error }
+                if Self.stopsEveryWay(error) { throw error }
                 outcome.downloadedBytes += spent
                 outcome.stepFallback = error
             }
@@ -415,10 +413,7 @@ public struct Updater: Sendable {
                 }
                 outcome.downloadedBytes += spent
             } catch {
-                if error == .cancelled { throw error }
-                if case .diskFull = error { throw error }
-                // Refused for its signatures, the version is refused whichever way it comes.
-                if case .store(.untrustedBundle) = error { throw error }
+                if Self.stopsEveryWay(error) { throw error }
                 outcome.downloadedBytes += spent
                 outcome.objectsFallback = error
             }
@@ -439,6 +434,15 @@ public struct Updater: Sendable {
             entry: entry, isDelta: false, outcome: &outcome, progress: progress)
         outcome.via = .full
         return outcome
+    }
+
+    /// What no other way gets past, so a step or objects refused for it end the update rather than fall back: a
+    /// cancellation, a full disk, and the version's signatures (refused whichever way it comes).
+    static func stopsEveryWay(_ error: UpdateError) -> Bool {
+        switch error {
+        case .cancelled, .diskFull, .store(.untrustedBundle): true
+        default: false
+        }
     }
 
     /// The step an entry names from `base` (the version the device runs: its active version, else its built-in).
